@@ -23,7 +23,7 @@ MARKERS = (
 )
 
 #: Test paths (relative to tests/) whose tests go through an SDK transport.
-SDK_MATRIX_PATHS = ("client/", "targets/test_reference", "targets/test_openai_sdk", "test_catalog.py", "server/test_sdk")
+SDK_MATRIX_PATHS = ("client/", "runner/", "targets/test_reference", "targets/test_openai_sdk", "test_catalog.py", "server/test_sdk")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,5 +42,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = item.nodeid.split("tests/", 1)[-1]
         if rel.startswith(SDK_MATRIX_PATHS):
             item.add_marker("sdk_matrix")
-        if "live" in item.keywords and not env.live_enabled:
+        if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)

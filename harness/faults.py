@@ -272,6 +272,8 @@ class Status(Action):
         for pair in self.headers:
             if not (isinstance(pair, tuple | list) and len(pair) == 2):
                 raise FaultSpecError("headers", self.headers, "a table of header name = value")
+        # lists of pairs (from to_dict / JSON) become the same tuples a table gives
+        object.__setattr__(self, "headers", tuple((str(k), str(v)) for k, v in self.headers))
 
 
 @_register
@@ -342,7 +344,12 @@ class StallUpload(Action):
 @_register
 @dataclass(frozen=True)
 class SwallowClose(Action):
-    """Relay only: the upstream closed; keep the client leg open and silent."""
+    """Relay only: the upstream closed; keep the client leg open and silent.
+
+    The fault server rejects it. In a scenario (``harness.scenario``) a rule with this
+    action is played by the server closing (``fin``) at the rule's phase behind a relay
+    in ``swallow_close`` mode (``harness.relay``): the same as writing both by hand.
+    """
 
     name: ClassVar[str] = "swallow_close"
     backends: ClassVar[tuple[str, ...]] = ("relay",)

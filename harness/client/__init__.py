@@ -1,0 +1,53 @@
+"""The reference keepalive client and watchdog stack: what a correct LLM transport does.
+
+Public API::
+
+    from harness.client import ReferenceClient, AsyncReferenceClient, ClientSettings, Reply
+    from harness.client import errors
+
+    with ReferenceClient(base_url, api_key, settings=ClientSettings(first_byte_s=5)) as client:
+        reply = client.complete([{"role": "user", "content": "hi"}], model="test-model",
+                                api="chat" | "responses" | "messages", stream=True)
+        reply.text, reply.finish_reason, reply.attempts, reply.elapsed_s
+        client.rebuild(); client.close()      # safe in any order; the client stays usable
+
+Modules, one job each::
+
+    settings.py   ClientSettings (frozen, DEFAULT_* constants, from_environment)
+    keepalive.py  socket options per platform (pure)
+    transport.py  one fresh httpx client per SDK client; defensive copy of kwargs; abort
+    deadlines.py  the pure deadline state (first byte, idle, stale call, hard ceiling)
+    watchdog.py   enforcement: condition-wait thread + shutdown (sync), cancel scope (async);
+                  retirement tokens
+    streams.py    per-API stream reading and the truncation guard
+    errors.py     the error tree and the one mapping boundary
+    retry.py      retry policy, Retry-After parsing, backoff with jitter
+    client.py     ReferenceClient / AsyncReferenceClient
+    clock.py      the injectable clock (MonotonicClock, FakeClock)
+    compat.py     httpx (openai 2.x) vs httpx2 (openai 3.x)
+
+Seams for mutants (issue 7): each correct component is replaceable on its own through
+``Components`` (``ReferenceClient(..., components=Components(...))``)::
+
+    keepalive_options     (platform, constants, settings) -> socket options
+    transport_factory     TransportFactory: defensive copy + fresh owned httpx client
+    watchdog_factory      Watchdog: sync deadline enforcement (async_watchdog_factory)
+    retirement_check      AttemptToken -> may it still deliver?   (owns_attempt)
+    truncation_guard      StreamReader -> raise TruncatedStream   (require_terminal)
+    parse_retry_after     header value -> seconds                 (parse_retry_after)
+    describe_deadlines    (DeadlineState, now) -> text            (describe_deadlines)
+"""
+
+from harness.client import errors
+from harness.client.client import AsyncReferenceClient, Components, ReferenceClient, Reply
+from harness.client.settings import ClientSettings, SettingsError
+
+__all__ = [
+    "AsyncReferenceClient",
+    "ClientSettings",
+    "Components",
+    "ReferenceClient",
+    "Reply",
+    "SettingsError",
+    "errors",
+]

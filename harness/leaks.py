@@ -1,0 +1,120 @@
+"""What a process holds right now, read from /proc: descriptors, threads, TCP sockets by state.
+
+The runner snapshots a target child once when it is ready (the baseline) and once after
+its call returned and its client was closed; :func:`leaks_between` is the difference.
+A socket in CLOSE-WAIT is one the peer closed and the process never did -- the
+signature of hermes-agent #10324.
+
+Linux only; elsewhere :func:`snapshot` returns None and leaks are reported as unknown.
+
+Not here: deciding what a leak means for an outcome (``harness.runner``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Leaks", "ProcessSnapshot", "TCP_STATES", "leaks_between", "snapshot"]
+
+#: /proc/net/tcp state codes.
+TCP_STATES = {
+    "01": "ESTABLISHED",
+    "02": "SYN_SENT",
+    "03": "SYN_RECV",
+    "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2",
+    "06": "TIME_WAIT",
+    "07": "CLOSE",
+    "08": "CLOSE_WAIT",
+    "09": "LAST_ACK",
+    "0A": "LISTEN",
+    "0B": "CLOSING",
+}
+
+
+@dataclass(frozen=True)
+class ProcessSnapshot:
+    """Descriptor count, thread count and the TCP states of the sockets the process owns."""
+
+    fds: int
+    threads: int
+    tcp_states: tuple[str, ...]
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.tcp_states if s == state)
+
+
+@dataclass(frozen=True)
+class Leaks:
+    """Growth since the baseline, plus sockets left in states that mean trouble."""
+
+    fds: int
+    threads: int
+    close_wait: int
+    established: int
+
+    @property
+    def total(self) -> int:
+        return max(self.fds, 0) + max(self.threads, 0) + self.close_wait + self.established
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "fds": self.fds,
+            "threads": self.threads,
+            "close_wait": self.close_wait,
+            "established": self.established,
+        }
+
+    def __str__(self) -> str:
+        if self.total == 0:
+            return "0"
+        parts = [f"{n}={v}" for n, v in self.to_dict().items() if v > 0]
+        return " ".join(parts)
+
+
+def snapshot(pid: int, *, proc: Path = Path("/proc")) -> ProcessSnapshot | None:
+    """Read ``pid``'s descriptors, threads and socket states; None if unreadable or gone."""
+    base = proc / str(pid)
+    try:
+        fd_targets = []
+        for entry in os.scandir(base / "fd"):
+            try:
+                fd_targets.append(os.readlink(entry.path))
+            except FileNotFoundError:  # closed while we listed
+                continue
+        threads = len(os.listdir(base / "task"))
+        inodes = {t[len("socket:[") : -1] for t in fd_targets if t.startswith("socket:[")}
+        states = _tcp_states(base / "net", inodes)
+    except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
+        return None
+    return ProcessSnapshot(fds=len(fd_targets), threads=threads, tcp_states=tuple(sorted(states)))
+
+
+def leaks_between(before: ProcessSnapshot | None, after: ProcessSnapshot | None) -> Leaks | None:
+    """What ``after`` holds beyond ``before`` (None when either is unknown)."""
+    if before is None or after is None:
+        return None
+    return Leaks(
+        fds=after.fds - before.fds,
+        threads=after.threads - before.threads,
+        close_wait=max(after.count("CLOSE_WAIT") - before.count("CLOSE_WAIT"), 0),
+        established=max(after.count("ESTABLISHED") - before.count("ESTABLISHED"), 0),
+    )
+
+
+def _tcp_states(net: Path, inodes: set[str]) -> list[str]:
+    if not inodes:
+        return []
+    states = []
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = (net / name).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and cols[9] in inodes:
+                states.append(TCP_STATES.get(cols[3].upper(), cols[3]))
+    return states

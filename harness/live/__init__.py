@@ -1,0 +1,21 @@
+"""The opt-in live tier: real provider round trips judged strictly, and their dry run.
+
+Modules (each with one job):
+
+- ``sentinels``  the documented list of failure texts and the detector
+                 (``find_sentinels(text) -> list[Finding]``; the runner uses it too)
+- ``redact``     secret redaction for output, log records, reports and errors
+- ``config``     provider config and cost/time bounds from ``harness.environment``
+- ``session``    the checks: sequential echo chats across a client rebuild
+- ``dry_run``    the same checks against the embedded fault server (default CI)
+- ``report``     console, JSON, JUnit and Markdown for a run
+- ``cli_live``   ``harness live``
+
+Importing this package imports nothing heavy; the client and server are loaded only by
+the functions that need them.
+"""
+
+from harness.live.redact import Redactor
+from harness.live.sentinels import Finding, find_sentinels
+
+__all__ = ["Finding", "Redactor", "find_sentinels"]

@@ -1,0 +1,166 @@
+"""The live tier's dry run: the same session code against an embedded fault server.
+
+It runs in default CI so the live path cannot rot between real runs. The fault
+server's reply text is deterministic but is not an echo, so each healthy case loads a
+script whose ``content`` is the expected word: the echo check passes for the right
+reason. Then cases that must be flagged, on a fresh client:
+
+    sentinel-in-stream      a streamed reply carries "API call failed after 3 retries:
+                            Connection error." split over several deltas
+    sentinel-in-reply       a non-streamed reply carries a provider's error JSON
+    wrong-word              the reply is another word: the echo check must fail
+    http-401-echoes-key     the server answers 401 and echoes the API key in its error
+                            message: the call raises, and the key must not reach any output
+    recovers-after-401      the next call on the same client is healthy
+
+Not here: judging calls (``session``), rendering (``report``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from harness.faults import Fault, FaultScript, Phase, Rule, Status
+from harness.live.config import LiveConfig
+from harness.live.redact import Redactor
+from harness.live.session import (
+    ChatCase,
+    ChatClient,
+    Expectation,
+    LiveRun,
+    plan_sequences,
+    random_word,
+    run_tier,
+)
+
+if TYPE_CHECKING:
+    from harness.server import FaultServer
+
+__all__ = [
+    "DRY_RUN_API_KEY",
+    "DRY_RUN_MODEL",
+    "DryRunPlan",
+    "dry_run_config",
+    "dry_run_plan",
+    "fault_server",
+    "run_dry",
+]
+
+#: Recognisable and fake: the dry run never sends a real key, even when one is set.
+DRY_RUN_API_KEY = "sk-or-v1-DRYRUN-not-a-real-key-0000000000000000"
+DRY_RUN_MODEL = "dry-run/echo-model"
+#: The local server answers in milliseconds; a stuck dry run must end fast.
+DRY_RUN_CALL_CEILING_S = 10.0
+DRY_RUN_RUN_CEILING_S = 60.0
+
+SENTINEL_REPLY = "Sure. API call failed after 3 retries: Connection error."
+
+
+class DryRunPlan:
+    """The sequences to run and the fault script to load before each case."""
+
+    def __init__(self, sequences: list[list[ChatCase]], scripts: dict[str, FaultScript]) -> None:
+        self.sequences = sequences
+        self.scripts = scripts
+
+    def loader(self, server: FaultServer) -> Callable[[ChatCase], None]:
+        """A ``before_call`` hook that loads each case's script into ``server``."""
+
+        def load(case: ChatCase) -> None:
+            server.load(self.scripts[case.name])
+
+        return load
+
+
+def dry_run_plan(rng: random.Random, *, api_key: str) -> DryRunPlan:
+    """The healthy live sequences plus the must-be-flagged cases (see module docstring)."""
+    sequences = plan_sequences(rng)
+    scripts = {case.name: FaultScript(content=case.word) for seq in sequences for case in seq}
+
+    def case(name: str, *, stream: bool, expect: Expectation) -> ChatCase:
+        return ChatCase(name=f"dry/{name}", word=random_word(rng), stream=stream, expect=expect)
+
+    stream_sentinel = case(
+        "sentinel-in-stream",
+        stream=True,
+        expect=Expectation(False, ("api_call_failed", "connection_error")),
+    )
+    json_sentinel = case(
+        "sentinel-in-reply", stream=False, expect=Expectation(False, ("provider_error_json",))
+    )
+    wrong = case("wrong-word", stream=True, expect=Expectation(False, ("wrong_content",)))
+    unauthorized = case("http-401-echoes-key", stream=False, expect=Expectation(False, ("raised",)))
+    recovers = case("recovers-after-401", stream=True, expect=Expectation(True))
+
+    scripts[stream_sentinel.name] = FaultScript(content=f"{stream_sentinel.word} {SENTINEL_REPLY}")
+    scripts[json_sentinel.name] = FaultScript(
+        content=f'{json_sentinel.word} {{"error": {{"message": "Upstream error", "code": 502}}}}'
+    )
+    scripts[wrong.name] = FaultScript(content=random_word(rng))
+    scripts[unauthorized.name] = FaultScript(
+        rules=(
+            Rule(
+                Fault(
+                    Phase("request"),
+                    Status(code=401, message=f"Incorrect API key provided: {api_key}"),
+                )
+            ),
+        )
+    )
+    scripts[recovers.name] = FaultScript(content=recovers.word)
+    sequences.append([stream_sentinel, json_sentinel, wrong, unauthorized, recovers])
+    return DryRunPlan(sequences, scripts)
+
+
+def dry_run_config(base_url: str, *, api_key: str = DRY_RUN_API_KEY) -> LiveConfig:
+    return LiveConfig(
+        base_url=base_url,
+        api_key=api_key,
+        model=DRY_RUN_MODEL,
+        first_byte_s=DRY_RUN_CALL_CEILING_S,
+        call_ceiling_s=DRY_RUN_CALL_CEILING_S,
+        run_ceiling_s=DRY_RUN_RUN_CEILING_S,
+    )
+
+
+@contextmanager
+def fault_server() -> Iterator[FaultServer]:
+    """An embedded fault server on 127.0.0.1 (imported lazily: only the dry run needs it)."""
+    from harness.server import FaultServer
+
+    with FaultServer() as server:
+        yield server
+
+
+def run_dry(
+    *,
+    server: FaultServer | None = None,
+    api_key: str = DRY_RUN_API_KEY,
+    seed: int | None = None,
+    client_factory: Callable[[LiveConfig], ChatClient] | None = None,
+    redactor: Redactor | None = None,
+) -> LiveRun:
+    """Run the dry run against ``server`` (default: a fresh embedded one)."""
+    rng = random.Random(seed)
+    if server is None:
+        with fault_server() as own:
+            return run_dry(
+                server=own,
+                api_key=api_key,
+                seed=seed,
+                client_factory=client_factory,
+                redactor=redactor,
+            )
+    plan = dry_run_plan(rng, api_key=api_key)
+    config = dry_run_config(server.base_url, api_key=api_key)
+    return run_tier(
+        config,
+        plan.sequences,
+        mode="dry-run",
+        client_factory=client_factory,
+        before_call=plan.loader(server),
+        redactor=redactor or Redactor([api_key]),
+    )

@@ -1,0 +1,231 @@
+"""``harness mutants``: run the catalog against every mutant stack and score the gate.
+
+For each scenario with a ``reference`` expectation, the unmutated stack under the
+invariant checks (``mutant:none``) and every mutant (``mutant:<name>``, see
+:mod:`harness.targets.mutants`) run the scenario. A mutant is *killed* by a scenario when
+its outcome does not match the scenario's ``reference`` expectation (or it blew the
+request budget) while the baseline did match it. A scenario the baseline fails kills
+nothing: it is reported as unreliable. The mutation score is killed mutants / mutants.
+The default catalog leaves out the kernel (network namespace) scenarios, which run in real
+time and need root; ``--kernel`` adds them.
+
+Output: one line per mutant (killed by which scenarios), the score, and optionally the
+whole matrix as JSON (``--json PATH``) and a Markdown table (``--markdown PATH``). Exit status 0 when every mutant is killed and
+the baseline matched every scenario, 1 otherwise, 2 on bad input.
+
+Not here: the mutants themselves (``harness.targets.mutants``), running one case
+(``harness.runner``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.outcome import Expected
+from harness.runner import DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
+from harness.scenario import CATALOG_DIR, Scenario, ScenarioError, load_catalog, select
+from harness.targets.mutants import BASELINE_TARGET, MUTANTS
+
+__all__ = ["MutationReport", "add_arguments", "main", "markdown", "mutation_report", "run_mutants"]
+
+
+@dataclass(frozen=True)
+class MutationReport:
+    """Which scenarios kill which mutant, judged against the ``reference`` expectations."""
+
+    mutants: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    #: mutant -> scenarios that kill it (only scenarios the baseline passes)
+    kills: dict[str, tuple[str, ...]]
+    #: scenarios where the baseline did not match the reference expectation
+    unreliable: dict[str, str] = field(default_factory=dict)
+    #: (scenario, mutant) -> outcome label, for the matrix
+    outcomes: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def killed(self) -> tuple[str, ...]:
+        return tuple(m for m in self.mutants if self.kills.get(m))
+
+    @property
+    def survivors(self) -> tuple[str, ...]:
+        return tuple(m for m in self.mutants if not self.kills.get(m))
+
+    @property
+    def score(self) -> float:
+        return len(self.killed) / len(self.mutants) if self.mutants else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "killed": list(self.killed),
+            "survivors": list(self.survivors),
+            "kills": {m: list(s) for m, s in self.kills.items()},
+            "unreliable": dict(self.unreliable),
+            "matrix": [
+                {"scenario": s, "target": t, "outcome": o}
+                for (s, t), o in sorted(self.outcomes.items())
+            ],
+        }
+
+
+def mutation_report(
+    scenarios: Sequence[Scenario], results: Sequence[CaseResult], mutants: Sequence[str]
+) -> MutationReport:
+    """Judge ``results`` (baseline and mutant cases) against each scenario's reference
+    expectation. Pure: no I/O."""
+    by_case = {(r.scenario, r.target): r for r in results}
+    kills: dict[str, list[str]] = {m: [] for m in mutants}
+    unreliable: dict[str, str] = {}
+    outcomes: dict[tuple[str, str], str] = {}
+    for scenario in scenarios:
+        expected = scenario.expected_for("reference")
+        if expected is None:
+            continue
+        base = by_case.get((scenario.name, BASELINE_TARGET))
+        if base is not None:
+            outcomes[(scenario.name, BASELINE_TARGET)] = base.outcome.label
+        if base is None or not _passes(base, expected):
+            got = base.outcome.label if base is not None else "not run"
+            unreliable[scenario.name] = f"baseline got {got}, reference expects {expected}"
+            continue
+        for mutant in mutants:
+            result = by_case.get((scenario.name, MUTANTS[mutant].target))
+            if result is None:
+                continue
+            outcomes[(scenario.name, MUTANTS[mutant].target)] = result.outcome.label
+            if not _passes(result, expected):
+                kills[mutant].append(scenario.name)
+    return MutationReport(
+        mutants=tuple(mutants),
+        scenarios=tuple(s.name for s in scenarios),
+        kills={m: tuple(s) for m, s in kills.items()},
+        unreliable=unreliable,
+        outcomes=outcomes,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "scenarios", nargs="*", help="scenario names or globs (default: the whole catalog)"
+    )
+    parser.add_argument(
+        "--mutant",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help=f"run only this mutant (repeatable); allowed: {', '.join(MUTANTS)}",
+    )
+    parser.add_argument(
+        "--catalog", default=str(CATALOG_DIR), help="scenario directory (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=DEFAULT_TIME_SCALE,
+        help="scenario seconds -> real seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="parallel workers (default: %(default)s)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH")
+    parser.add_argument(
+        "--markdown", metavar="PATH", help="also write a Markdown table (README, gate report)"
+    )
+    parser.add_argument(
+        "--kernel",
+        action="store_true",
+        help="also run the kernel (network namespace) scenarios: real time, root only",
+    )
+
+
+def run_mutants(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
+    """Run the catalog against the baseline and every (selected) mutant; print the kills
+    and the score. Returns the exit status."""
+    mutants = list(args.mutant or MUTANTS)
+    unknown = [m for m in mutants if m not in MUTANTS]
+    if unknown:
+        print(
+            f"error: --mutant {unknown[0]!r} is not valid; allowed: {', '.join(MUTANTS)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        settings = RunSettings(time_scale=args.time_scale, jobs=args.jobs)
+        scenarios = select(load_catalog(Path(args.catalog)), args.scenarios)
+    except (ScenarioError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    scenarios = [s for s in scenarios if s.expected_for("reference") is not None]
+    if not args.kernel:
+        scenarios = [s for s in scenarios if _backend(s) != "kernel"]
+    targets = [BASELINE_TARGET, *(MUTANTS[m].target for m in mutants)]
+    cases = [(s, t) for s in scenarios for t in targets]
+    print(
+        f"mutants: {len(mutants)} x {len(scenarios)} scenarios (+ baseline), "
+        f"time scale {settings.time_scale:g}, {settings.jobs} worker(s)",
+        file=out,
+        flush=True,
+    )
+    results = run_cases(cases, settings=settings)
+    report = mutation_report(scenarios, results, mutants)
+    render(report, out=out)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(report), encoding="utf-8")
+    return 0 if not report.survivors and not report.unreliable else 1
+
+
+def render(report: MutationReport, *, out: TextIO) -> None:
+    width = max((len(m) for m in report.mutants), default=10)
+    for mutant in report.mutants:
+        kills = report.kills.get(mutant) or ()
+        status = "killed " if kills else "SURVIVED"
+        shown = ", ".join(kills[:6]) + (f", +{len(kills) - 6} more" if len(kills) > 6 else "")
+        print(f"  {mutant:<{width}}  {status}  {shown or '-'}", file=out)
+    for name, why in sorted(report.unreliable.items()):
+        print(f"  baseline mismatch in {name}: {why} (its kills are not counted)", file=out)
+    killed, total = len(report.killed), len(report.mutants)
+    print(f"mutation score: {killed}/{total} = {report.score:.0%}", file=out, flush=True)
+
+
+def markdown(report: MutationReport) -> str:
+    """The report as a Markdown table: one row per mutant, then the score."""
+    lines = ["| mutant | the bug it puts back | seen in | killed by |", "|---|---|---|---|"]
+    for name in report.mutants:
+        m = MUTANTS[name]
+        kills = report.kills.get(name) or ()
+        killed_by = ", ".join(f"`{k}`" for k in kills) if kills else "**survived**"
+        lines.append(f"| `{name}` | {m.bug} | {m.seen_in} | {killed_by} |")
+    lines.append("")
+    lines.append(
+        f"Mutation score: {len(report.killed)}/{len(report.mutants)} = {report.score:.0%}"
+        f" ({len(report.scenarios)} scenarios)."
+    )
+    for name, why in sorted(report.unreliable.items()):
+        lines.append(f"Baseline mismatch in `{name}`: {why}.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="harness mutants", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run_mutants(parser.parse_args(argv))
+
+
+def _backend(scenario: Scenario) -> str:
+    return str(getattr(getattr(scenario, "network", None), "backend", "server"))
+
+
+def _passes(result: CaseResult, expected: Expected) -> bool:
+    return expected.matches(result.outcome) and not result.over_budget
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

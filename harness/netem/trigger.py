@@ -1,0 +1,88 @@
+"""Scripted points: *when* a network fault fires, named by the fault server's timeline.
+
+A scenario says ``at = "event:3"`` (a toxic) or ``cut_at = "event:3"`` (the kernel
+link): fire once the server has sent its third SSE event. ``start`` means "before the
+call", the default. The runner (or a test) waits for the point on the server's
+timeline with :func:`wait_for_trigger`, which blocks on ``FaultServer.wait_for``
+(a condition variable, no polling), then fires the fault.
+
+    start        before the call starts
+    accept       a connection was accepted          (server kind ``accepted``)
+    request      a request was read                 (``request_read``)
+    headers      status line and headers were sent  (``headers_sent``)
+    event:N      the N-th SSE event was sent, N>=1  (``event_sent``, count N)
+    request:N    the N-th request was read, N>=1    (``request_read``, count N)
+    done:N       the N-th response ended normally   (``response_done``, count N)
+
+What it is not: a scheduler. It names the point and waits for it; firing is the
+backend's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.faults import FaultSpecError
+
+__all__ = ["TRIGGERS", "Trigger", "parse_trigger", "wait_for_trigger"]
+
+#: Trigger kind -> the server timeline kind it waits for (None: fires at once).
+TRIGGERS: dict[str, str | None] = {
+    "start": None,
+    "accept": "accepted",
+    "request": "request_read",
+    "headers": "headers_sent",
+    "event": "event_sent",
+    "done": "response_done",
+}
+_ALLOWED = "start, accept, request, request:N, headers, event:N, done:N (N >= 1)"
+
+
+class _Server(Protocol):
+    def wait_for(self, kind: str, *, timeout: float, count: int = 1) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A point on the server's timeline: ``kind`` and the count ``n`` (>= 1)."""
+
+    kind: str = "start"
+    n: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in TRIGGERS:
+            raise FaultSpecError("at", self.kind, _ALLOWED)
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
+            raise FaultSpecError("at", f"{self.kind}:{self.n}", _ALLOWED)
+
+    @property
+    def immediate(self) -> bool:
+        return self.kind == "start"
+
+    def __str__(self) -> str:
+        return self.kind if self.n == 1 and self.kind != "event" else f"{self.kind}:{self.n}"
+
+
+def parse_trigger(text: Any, *, where: str = "at") -> Trigger:
+    """``"event:3"`` -> ``Trigger("event", 3)``; errors name ``where`` and the allowed forms."""
+    if isinstance(text, Trigger):
+        return text
+    if not isinstance(text, str):
+        raise FaultSpecError(where, text, _ALLOWED)
+    kind, sep, count = text.strip().partition(":")
+    try:
+        if kind == "event" and not sep:
+            raise ValueError(text)
+        return Trigger(kind, int(count) if sep else 1)
+    except (ValueError, FaultSpecError):
+        raise FaultSpecError(where, text, _ALLOWED) from None
+
+
+def wait_for_trigger(trigger: Trigger, server: _Server, *, timeout: float) -> Any:
+    """Block until ``trigger`` happened on ``server``'s timeline; returns the server's
+    event (None for ``start``). Raises the server's ``TimeoutError`` after ``timeout``."""
+    kind = TRIGGERS[trigger.kind]
+    if kind is None:
+        return None
+    return server.wait_for(kind, timeout=timeout, count=trigger.n)

@@ -1,0 +1,164 @@
+"""The console report: one rich table, scenario x target, expected vs actual.
+
+Rows are scenarios; for every target an outcome column (the actual outcome, ✓ when it
+is the expected one, ✗ and the expectation when not), the detection latency, and the
+server's request count (against the budget) with the leaks. The worst outcomes
+(``hung``, ``truncated_as_complete``, ``error_as_reply``) stand out in yellow even when
+expected, so a reader sees at a glance what the bare SDK does where the reference
+stack raises a typed error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.report.common import fmt_leaks, fmt_seconds, summary_counts
+
+__all__ = ["render_console", "results_table", "short_label"]
+
+_BAD = {"hung", "truncated_as_complete", "error_as_reply", "wrong_content", "false_kill"}
+
+
+def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
+    """A rich table: scenario rows; per target the outcome (✓ when it is the expected one,
+    ✗ plus the expectation when not), detection latency, and requests/budget and leaks.
+
+    The requests cell is the server's count against the budget; when the client cannot
+    account for some of them (the server saw more than the client says it made, or some
+    arrived after the call was over) it adds ``(client N, M late)`` in red."""
+    targets = list(dict.fromkeys(r.target for r in results))
+    by_key = {(r.scenario, r.target): r for r in results}
+    scenarios = list(dict.fromkeys(r.scenario for r in results))
+    table = Table(title=title, header_style="bold")
+    table.add_column("scenario", overflow="fold")
+    for target in targets:
+        table.add_column(f"{target}\noutcome (✓ = as expected)", overflow="fold")
+        table.add_column("latency", justify="right", no_wrap=True)
+        table.add_column("req leaks", justify="right", no_wrap=True)
+    for name in scenarios:
+        row: list[Any] = [name]
+        for target in targets:
+            r = by_key.get((name, target))
+            if r is None:
+                row += ["", "", ""]
+                continue
+            row += [_outcome_cell(r), _latency_cell(r), _requests_cell(r)]
+        table.add_row(*row)
+    return table
+
+
+def render_console(
+    results: Sequence[Any], *, console: Console | None = None, title: str | None = None
+) -> None:
+    """Print the table and a one-line summary."""
+    console = console or Console()
+    console.print(results_table(results, title=title))
+    counts = summary_counts(results)
+    style = "bold green" if counts["mismatched"] == 0 else "bold red"
+    scales = Counter(r.time_scale for r in results)
+    if len(scales) > 1:
+        run_scale = scales.most_common(1)[0][0]
+        slower = sorted(
+            {f"{r.scenario} ({r.time_scale:g})" for r in results if r.time_scale != run_scale}
+        )
+        console.print(
+            Text(
+                f"time_scale {run_scale:g}, except scenarios with a floor (kernel timers are real "
+                f"time; a relay adds latency): {', '.join(slower)}",
+                style="dim",
+            )
+        )
+    if any(short_label(r.outcome).endswith("↻") for r in results):
+        console.print(
+            Text(
+                "↻ = the client retried and every attempt failed this way (RetriesExhausted)",
+                style="dim",
+            )
+        )
+    if counts["not_applicable"]:
+        console.print(
+            Text(
+                "n/a = not applicable: the target does not speak the scenario's API (not run; "
+                "as expected only where the scenario says not_applicable)",
+                style="dim",
+            )
+        )
+    console.print(
+        Text(
+            f"{counts['matched']}/{counts['cases']} cases as expected, {counts['mismatched']} mismatched, "
+            f"{counts['leaky']} with leaks"
+            + (
+                f", {counts['unaccounted']} with requests the client cannot account for"
+                if counts["unaccounted"]
+                else ""
+            )
+            + (f", {counts['not_applicable']} not applicable" if counts["not_applicable"] else ""),
+            style=style,
+        )
+    )
+    for r in results:
+        if not r.matched:
+            console.print(
+                Text(
+                    f"  MISMATCH {r.scenario} [{r.target}]: expected {r.expected}, got "
+                    f"{r.outcome.label}{' (over request budget)' if r.over_budget else ''}"
+                    f" -- {r.message}",
+                    style="red",
+                )
+            )
+
+
+def _outcome_cell(r: Any) -> Text:
+    label = short_label(r.outcome)
+    if not r.matched:
+        text = Text(f"{label} ✗", style="bold red")
+        text.append(
+            f"\nexpected {r.expected}" + (" within budget" if r.over_budget else ""), style="red"
+        )
+        return text
+    if r.outcome.kind == "not_applicable":
+        return Text("n/a ✓", style="dim")
+    return Text(f"{label} ✓", style="bold yellow" if r.outcome.kind in _BAD else "green")
+
+
+def short_label(outcome: Any) -> str:
+    """``error(RetriesExhausted:StreamIdleTimeout)`` -> ``error(StreamIdleTimeout)↻``: the
+    last attempt's error, marked as retried to exhaustion (the JSON keeps the full name)."""
+    label = outcome.label
+    prefix = "error(RetriesExhausted:"
+    if label.startswith(prefix):
+        return f"error({label[len(prefix) :]}↻"
+    return label
+
+
+def _latency_cell(r: Any) -> str:
+    if r.outcome.kind == "not_applicable":
+        return ""
+    if r.outcome.kind == "hung":
+        return f">{fmt_seconds(r.ceiling_s)}"
+    return fmt_seconds(r.latency_s if r.latency_s is not None else None)
+
+
+def _requests_cell(r: Any) -> Text:
+    if r.outcome.kind == "not_applicable":
+        return Text("")
+    req = (
+        "-"
+        if r.requests is None
+        else (str(r.requests) if r.max_requests is None else f"{r.requests}/{r.max_requests}")
+    )
+    text = Text(req, style="bold red" if r.over_budget else "")
+    extra = getattr(r, "unaccounted_requests", 0)
+    if extra:
+        late = getattr(r, "late_requests", None)
+        said = "?" if r.attempts is None else str(r.attempts)
+        text.append(f" (client {said}{f', {late} late' if late else ''})", style="bold red")
+    leaks = fmt_leaks(r)
+    text.append(f" {leaks}", style="bold red" if leaks not in ("0", "?") else "dim")
+    return text

@@ -1,0 +1,63 @@
+"""JUnit XML: one ``testsuite`` per target, one ``testcase`` per scenario.
+
+A mismatch is a ``<failure>`` whose message says expected vs actual; the case's
+latency, requests and leaks go to ``<system-out>`` so CI UIs show them.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.report.common import fmt_leaks, fmt_seconds
+
+__all__ = ["render_junit", "write_junit"]
+
+
+def render_junit(results: Sequence[Any]) -> str:
+    root = ET.Element("testsuites", name="transport-harness")
+    targets = list(dict.fromkeys(r.target for r in results))
+    for target in targets:
+        cases = [r for r in results if r.target == target]
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"transport.{target}",
+            tests=str(len(cases)),
+            failures=str(sum(1 for r in cases if not r.matched)),
+            skipped=str(sum(1 for r in cases if r.matched and r.outcome.kind == "not_applicable")),
+            errors="0",
+            time=f"{sum(r.elapsed_s or 0 for r in cases):.3f}",
+        )
+        for r in cases:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"transport.{target}",
+                name=r.scenario,
+                time=f"{r.elapsed_s or 0:.3f}",
+            )
+            if r.matched and r.outcome.kind == "not_applicable":
+                ET.SubElement(case, "skipped", message=f"not applicable: {r.message}")
+            if not r.matched:
+                fail = ET.SubElement(
+                    case,
+                    "failure",
+                    message=f"expected {r.expected}, got {r.outcome.label}",
+                    type="OutcomeMismatch",
+                )
+                fail.text = r.message
+            out = ET.SubElement(case, "system-out")
+            out.text = (
+                f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
+                f"requests: {r.requests} (client: {r.attempts}, after the call: "
+                f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
+            )
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: str | Path, results: Sequence[Any]) -> None:
+    Path(path).write_text(render_junit(results), encoding="utf-8")

@@ -1,0 +1,518 @@
+"""Scenario files: load ``scenarios/*.toml`` into frozen, validated :class:`Scenario` objects.
+
+A scenario is one reproducible transport failure (or one healthy-but-slow call that must
+*not* be killed): the request a target makes, the fault script the server plays, the
+watchdog settings of the reference target, the runner's outer ceiling, and the outcome
+expected from every target. A file looks like::
+
+    name = "mid_stream_stall"
+    summary = "Status and three events, then silence with the connection open."
+    references = ["hermes-agent#10324"]
+    api = "chat"              # chat | responses | messages
+    stream = true
+    ceiling_s = 60            # runner's outer ceiling, scenario seconds
+
+    [request]
+    prompt = "Say something."
+    prompt_bytes = 0          # pad the prompt to at least this many bytes
+
+    [script]                  # harness.faults.script_from_dict
+    events = 8
+    [[script.rules]]
+    fault = { phase = "event:3", action = "hang" }
+
+    [watchdog]                # reference target's deadlines, scenario seconds or "off"
+    stream_idle_s = 5
+
+    [network]                 # optional: relay / toxiproxy / kernel between client and
+    backend = "relay"         # server (harness.netem.backends.network_from_dict)
+    relay = { mode = "idle_cut", idle_cut_s = 3 }
+
+A rule whose action is ``swallow_close`` (relay only) puts a relay in ``swallow_close``
+mode in front of the server, which closes (``fin``) at the rule's phase: the provider's
+FIN reaches the relay, and the client's leg stays open and silent (see ``_relay_actions``).
+
+    [budget]                  # optional: the most LLM requests the server may see
+    max_requests = 3
+    [budget.max_requests_for] # optional per-target override
+    hermes = 12
+
+    [expected]
+    reference = "error:StreamIdleTimeout"   # matched against the error's class or any base
+    openai-sdk = "hung"
+
+A target that does not speak the scenario's ``api`` (``Target.apis``: the bare OpenAI SDK
+and ``api = "messages"``) is not run; expect ``"not_applicable"`` for it, which matches
+only that (see ``harness.outcome``).
+
+Every duration is in scenario seconds and is multiplied by the run's one ``time_scale``.
+Bad input raises :class:`ScenarioError`, whose message names the file, the field path and
+the allowed values; the CLI prints it and exits 2.
+
+Not here: running scenarios (``harness.runner``) or judging outcomes (``harness.outcome``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.faults import Fault, FaultScript, FaultSpecError, Fin, script_from_dict
+from harness.outcome import EXPECTABLE, Expected
+
+__all__ = [
+    "APIS",
+    "CATALOG_DIR",
+    "DEFAULT_CEILING_S",
+    "DEFAULT_MODEL",
+    "Budget",
+    "RequestSpec",
+    "Scenario",
+    "ScenarioError",
+    "WatchdogSpec",
+    "load_catalog",
+    "load_scenario",
+    "select",
+]
+
+#: The catalog shipped with the project (``scenarios/`` next to the package).
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+APIS = ("chat", "responses", "messages")
+DEFAULT_MODEL = "test-model"
+DEFAULT_CEILING_S = 60.0
+DEFAULT_PROMPT = "Answer with a few words."
+
+_OFF = "off"
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid. ``str()`` is the one-line message shown to the user."""
+
+    def __init__(self, file: str, field: str, problem: str, allowed: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.problem = problem
+        self.allowed = allowed
+        text = f"{file}: {field}: {problem}"
+        if allowed:
+            text += f"; allowed: {allowed}"
+        super().__init__(text)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class RequestSpec(_Model):
+    """What the target asks for. ``prompt_bytes`` pads the prompt (large-request cases)."""
+
+    prompt: str = DEFAULT_PROMPT
+    system: str | None = None
+    prompt_bytes: int = Field(default=0, ge=0, le=16_000_000)
+    model: str = DEFAULT_MODEL
+    max_tokens: int | None = Field(default=None, ge=1)
+    #: Sequential calls on one client (each must return the full reply).
+    calls: int = Field(default=1, ge=1, le=10)
+    #: Rebuild the client after this many calls (closed-client reuse, #10933 / #11266).
+    rebuild_after: int | None = Field(default=None, ge=1)
+    #: Pause between sequential calls, scenario seconds (an agent thinking between turns).
+    pause_s: float = Field(default=0.0, ge=0, le=3600)
+
+    def messages(self) -> list[dict[str, str]]:
+        """The chat messages, with the prompt padded to ``prompt_bytes``."""
+        prompt = self.prompt
+        missing = self.prompt_bytes - len(prompt.encode("utf-8"))
+        if missing > 0:
+            prompt += " " + "x" * (missing - 1) if missing > 1 else " "
+        out = [{"role": "system", "content": self.system}] if self.system else []
+        out.append({"role": "user", "content": prompt})
+        return out
+
+
+Seconds = float | Literal["off"]
+
+
+class WatchdogSpec(_Model):
+    """The reference target's settings (``harness.client.ClientSettings`` fields).
+
+    Durations are scenario seconds (``"off"`` disables a deadline); the reference
+    target multiplies them, and the client's own defaults for unset ones, by the run's
+    ``time_scale``. Unset fields keep the client's defaults.
+    """
+
+    first_byte_s: Seconds | None = None
+    stream_idle_s: Seconds | None = None
+    stale_call_s: Seconds | None = None
+    hard_ceiling_s: Seconds | None = None
+    connect_timeout_s: Seconds | None = None
+    read_timeout_s: Seconds | None = None
+    idle_counts_comments: bool | None = None
+    ttfb_disable_above_tokens: int | None = Field(default=None, ge=1)
+    max_attempts: int | None = Field(default=None, ge=1, le=20)
+    backoff_initial_s: float | None = Field(default=None, ge=0)
+    backoff_max_s: float | None = Field(default=None, ge=0)
+    retry_after_max_s: float | None = Field(default=None, ge=0)
+    #: Kernel keepalive knobs: whole kernel seconds, never time-scaled.
+    keepalive: bool | None = None
+    keepalive_idle_s: int | None = Field(default=None, ge=1)
+    keepalive_interval_s: int | None = Field(default=None, ge=1)
+    keepalive_count: int | None = Field(default=None, ge=1)
+    tcp_user_timeout_s: Seconds | None = None
+
+    @field_validator(
+        "first_byte_s",
+        "stream_idle_s",
+        "stale_call_s",
+        "hard_ceiling_s",
+        "connect_timeout_s",
+        "read_timeout_s",
+        "tcp_user_timeout_s",
+    )
+    @classmethod
+    def _positive(cls, value: Seconds | None) -> Seconds | None:
+        if isinstance(value, float | int) and not value > 0:
+            raise ValueError('must be a number of seconds > 0 or "off"')
+        return value
+
+    def as_settings(self) -> dict[str, Any]:
+        """Set fields only, unscaled, ``"off"`` as None (``ClientSettings`` keywords)."""
+        return {
+            name: None if value == _OFF else value
+            for name, value in self.model_dump(exclude_none=True).items()
+        }
+
+
+class Budget(_Model):
+    """Optional limits checked by the runner next to the outcome.
+
+    ``max_requests`` is the most LLM API requests the server may see for one case;
+    ``max_requests_for`` overrides it per target (the expectation key), e.g. for an agent
+    whose own recovery legitimately asks more (``[budget.max_requests_for] hermes = 20``).
+    """
+
+    max_requests: int | None = Field(default=None, ge=1)
+    max_requests_for: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("max_requests_for")
+    @classmethod
+    def _at_least_one(cls, value: dict[str, int]) -> dict[str, int]:
+        for target, n in value.items():
+            if n < 1:
+                raise ValueError(f"{target}: must be a whole number >= 1")
+        return value
+
+    def max_requests_of(self, target: str) -> int | None:
+        """The request budget for ``target`` (its override, else ``max_requests``)."""
+        return self.max_requests_for.get(target, self.max_requests)
+
+
+class _ScenarioFields(_Model):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    summary: str = Field(min_length=1)
+    references: list[str] = Field(default_factory=list)
+    api: Literal["chat", "responses", "messages"] = "chat"
+    stream: bool = True
+    ceiling_s: float = Field(default=DEFAULT_CEILING_S, gt=0)
+    #: The fastest this scenario replays faithfully: a run's time scale below it is raised
+    #: to it for this scenario (a relay's or proxy's own latency does not shrink).
+    #: Kernel-backend scenarios always run at 1.0 (kernel timers are real seconds).
+    min_time_scale: float | None = Field(default=None, gt=0, le=100)
+    tags: list[str] = Field(default_factory=list)
+    #: True: the response is slow but alive, so any deadline that fires is a false kill.
+    #: Default: alive unless some fault rule stops progress.
+    alive: bool | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    request: RequestSpec = Field(default_factory=RequestSpec)
+    watchdog: WatchdogSpec = Field(default_factory=WatchdogSpec)
+    budget: Budget = Field(default_factory=Budget)
+    expected: dict[str, str]
+
+
+class Scenario(_ScenarioFields):
+    """One validated scenario. ``script`` is the fault script; ``expected`` maps target -> outcome."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, arbitrary_types_allowed=True
+    )
+
+    script: FaultScript
+    #: ``harness.netem.backends.NetworkSpec`` from a ``[network]`` table; None: the fault
+    #: server directly (no relay, proxy or kernel fault in between).
+    network: Any = None
+    path: str = ""
+
+    def time_scale_for(self, run_scale: float) -> float:
+        """The time scale this scenario runs at within a run at ``run_scale``."""
+        if self.backend == "kernel":
+            return 1.0
+        return max(run_scale, self.min_time_scale or 0.0)
+
+    @property
+    def backend(self) -> str:
+        """``server`` (default), ``relay``, ``toxiproxy`` or ``kernel``."""
+        return "server" if self.network is None else self.network.backend
+
+    def expected_for(self, target: str) -> Expected | None:
+        """The parsed expectation for ``target``, or None when the scenario has none."""
+        text = self.expected.get(target)
+        return None if text is None else Expected.parse(text)
+
+    @property
+    def is_alive(self) -> bool:
+        """True when no deadline should fire (``alive``, else: no rule stops progress)."""
+        if self.alive is not None:
+            return self.alive
+        return not any(rule.fault.action.terminal for rule in self.script.rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.model_dump(exclude={"script", "path", "network"})
+        data["script"] = self.script.to_dict()
+        if self.network is not None:
+            data["network"] = self.network.to_dict()
+        return data
+
+
+def load_scenario(path: str | Path, *, targets: Iterable[str] | None = None) -> Scenario:
+    """Read and validate one scenario file.
+
+    ``targets`` are the target names an ``expected`` key may use (default: every
+    registered target). Raises :class:`ScenarioError` on any problem.
+    """
+    path = Path(path)
+    file = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(file, "(file)", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
+    return scenario_from_dict(raw, file=file, stem=path.stem, targets=targets)
+
+
+def scenario_from_dict(
+    raw: Mapping[str, Any],
+    *,
+    file: str = "<scenario>",
+    stem: str | None = None,
+    targets: Iterable[str] | None = None,
+) -> Scenario:
+    """Validate already-parsed data (``load_scenario`` without the file read)."""
+    data = dict(raw)
+    script_raw = data.pop("script", None)
+    network_raw = data.pop("network", None)
+    try:
+        fields = _ScenarioFields.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(file, exc) from None
+    try:
+        script = script_from_dict(script_raw, where="script")
+    except FaultSpecError as exc:
+        raise ScenarioError(file, exc.field, f"{exc.value!r} is not valid", exc.allowed) from None
+    script, network_raw = _relay_actions(script, network_raw, file=file)
+    network = None
+    if network_raw is not None:
+        from harness.netem.backends import network_from_dict  # only scenarios that use it pay
+
+        try:
+            network = network_from_dict(network_raw, where="network")
+        except FaultSpecError as exc:
+            raise ScenarioError(
+                file, exc.field, f"{exc.value!r} is not valid", exc.allowed
+            ) from None
+    if stem is not None and fields.name != stem:
+        raise ScenarioError(file, "name", f"{fields.name!r} differs from the file name", repr(stem))
+    allowed_targets = sorted(targets) if targets is not None else _registered_targets()
+    if not fields.expected:
+        raise ScenarioError(
+            file, "expected", "needs at least one target", ", ".join(allowed_targets)
+        )
+    for target in fields.budget.max_requests_for:
+        if target not in allowed_targets:
+            raise ScenarioError(
+                file,
+                f"budget.max_requests_for.{target}",
+                "unknown target",
+                ", ".join(allowed_targets),
+            )
+    for target, text in fields.expected.items():
+        if target not in allowed_targets:
+            raise ScenarioError(
+                file, f"expected.{target}", "unknown target", ", ".join(allowed_targets)
+            )
+        try:
+            Expected.parse(text)
+        except ValueError:
+            raise ScenarioError(
+                file, f"expected.{target}", f"{text!r} is not an outcome", EXPECTABLE
+            ) from None
+    return Scenario(**fields.model_dump(), script=script, network=network, path=file)
+
+
+def load_catalog(directory: str | Path = CATALOG_DIR) -> list[Scenario]:
+    """Every ``*.toml`` in ``directory``, sorted by name. Raises on the first bad file."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ScenarioError(str(directory), "(directory)", "no such directory")
+    return [load_scenario(p) for p in sorted(directory.glob("*.toml"))]
+
+
+def select(scenarios: Sequence[Scenario], patterns: Sequence[str]) -> list[Scenario]:
+    """Scenarios whose name matches any glob pattern (all when ``patterns`` is empty).
+
+    A pattern that matches nothing raises :class:`ScenarioError` listing the names.
+    """
+    if not patterns:
+        return list(scenarios)
+    names = [s.name for s in scenarios]
+    chosen: list[Scenario] = []
+    for pattern in patterns:
+        stem = Path(pattern).stem if pattern.endswith(".toml") else pattern
+        hits = [s for s in scenarios if fnmatch.fnmatchcase(s.name, stem)]
+        if not hits:
+            raise ScenarioError(
+                "(arguments)", "scenario", f"{pattern!r} matches no scenario", ", ".join(names)
+            )
+        chosen.extend(s for s in hits if s not in chosen)
+    return chosen
+
+
+# --------------------------------------------------------------------------- helpers
+
+#: The relay mode a scenario gets for a ``swallow_close`` rule.
+_SWALLOW_NETWORK = {"backend": "relay", "relay": {"mode": "swallow_close"}}
+
+
+def _relay_actions(script: FaultScript, network_raw: Any, *, file: str) -> tuple[FaultScript, Any]:
+    """Play ``swallow_close`` rules (a relay-only action) as the fault model says.
+
+    The fault server closes (``fin``) at the rule's phase, for the requests the rule
+    matches, and a relay in ``swallow_close`` mode in front of it keeps the client's leg
+    open and silent, so ``fault = { phase = "event:3", action = "swallow_close" }`` means
+    the same as ``fin`` at event:3 plus ``[network] backend = "relay", relay = { mode =
+    "swallow_close" }``. Either form may be written; a ``[network]`` table that says
+    something else next to such a rule is an error.
+    """
+    indexes = [i for i, r in enumerate(script.rules) if r.fault.action.name == "swallow_close"]
+    if not indexes:
+        return script, network_raw
+    if network_raw is None:
+        network_raw = _SWALLOW_NETWORK
+    else:
+        relay = network_raw.get("relay") if isinstance(network_raw, Mapping) else None
+        mode = relay.get("mode") if isinstance(relay, Mapping) else None
+        if network_raw.get("backend") != "relay" or mode != "swallow_close":  # type: ignore[union-attr]
+            raise ScenarioError(
+                file,
+                "network",
+                f"{dict(network_raw)!r} conflicts with the swallow_close rule "
+                f"script.rules[{indexes[0]}]",
+                'no [network] table, or backend = "relay" with relay = { mode = "swallow_close" }',
+            )
+    rules = tuple(
+        dataclasses.replace(r, fault=Fault(r.fault.phase, Fin()))
+        if r.fault.action.name == "swallow_close"
+        else r
+        for r in script.rules
+    )
+    return dataclasses.replace(script, rules=rules), network_raw
+
+
+def _registered_targets() -> list[str]:
+    from harness.targets import TARGETS  # registry only; targets load their clients lazily
+
+    return sorted(TARGETS)
+
+
+def _from_validation(file: str, exc: ValidationError) -> ScenarioError:
+    """The first pydantic error as a :class:`ScenarioError` with field path and allowed values."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    field = _dotted(loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return ScenarioError(file, field, "unknown key", ", ".join(_keys_at(loc[:-1])))
+    if kind == "missing":
+        return ScenarioError(file, field, "required key is missing")
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", expected.replace("'", "")
+        )
+    if field.startswith("watchdog.") and field.split(".")[-1] in _SECONDS_FIELDS:
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", 'a number of seconds > 0, or "off"'
+        )
+    if kind == "string_pattern_mismatch" and field == "name":
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", "lower-case letters, digits and _"
+        )
+    return ScenarioError(file, field, f"{err['input']!r}: {err['msg']}", _type_hint(kind))
+
+
+_SECONDS_FIELDS = (
+    "first_byte_s",
+    "stream_idle_s",
+    "stale_call_s",
+    "hard_ceiling_s",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "tcp_user_timeout_s",
+)
+
+
+def _dotted(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"float|int|str|bool|literal\[.*\]|function-.*", str(part)):
+            continue  # union branch names pydantic adds to the location
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _keys_at(loc: Sequence[Any]) -> list[str]:
+    model: type[BaseModel] = _ScenarioFields
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            break
+    keys = list(model.model_fields)
+    if model is _ScenarioFields:
+        keys += ["script", "network"]
+    return keys
+
+
+_TYPE_HINTS = {
+    "string_type": "a string",
+    "bool_type": "true, false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "dict_type": "a table",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "model_type": "a table",
+    "greater_than": None,
+    "greater_than_equal": None,
+}
+
+
+def _type_hint(kind: str) -> str | None:
+    if kind in _TYPE_HINTS:
+        return _TYPE_HINTS[kind]
+    if re.search(r"(float|int)", kind):
+        return "a number"
+    return None

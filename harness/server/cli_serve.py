@@ -1,0 +1,143 @@
+"""``harness serve``: run the fault server in the foreground until SIGINT or SIGTERM.
+
+The CLI module parses arguments and calls :func:`serve`; this module loads the
+optional script file, prints the base URL, waits for a signal and shuts down
+cleanly. A script file is TOML (``.toml``) or JSON (anything else) holding a
+FaultScript table, either at the top level or under a ``[script]`` table. Every
+error is one line on stderr naming the file, the field and the allowed values, with
+exit status 2; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.faults import FaultScript, FaultSpecError, script_from_dict
+from harness.server.fault_server import DEFAULT_HOST, FaultServer, ServerError
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "load_script_file", "main", "serve"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+class ScriptFileError(ValueError):
+    """A script file cannot be read or does not hold a valid FaultScript."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``harness serve [--host H] [--port P] [--script FILE] [--time-scale X] [--allow-remote]``."""
+    parser = argparse.ArgumentParser(
+        prog="harness serve", description="Run the fault server until Ctrl-C."
+    )
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port (default 0: a free port, printed)"
+    )
+    parser.add_argument(
+        "--script", metavar="FILE", help="fault script: TOML or JSON FaultScript table"
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="multiply every duration of the script by X (default 1.0)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow binding a non-loopback host (prints a warning)",
+    )
+    args = parser.parse_args(list(argv or []))
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port: {args.port} is not valid; allowed: 0..65535")
+    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
+        parser.error(f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0")
+    return serve(args.host, args.port, args.script, args.time_scale, args.allow_remote)
+
+
+def serve(
+    host: str | Sequence[str],
+    port: int = 0,
+    script_path: str | Path | None = None,
+    time_scale: float = 1.0,
+    allow_remote: bool = False,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Serve until SIGINT/SIGTERM; returns the process exit status.
+
+    Given a list of command-line arguments instead of a host, parses them (``main``).
+    """
+    if not isinstance(host, str):
+        return main(host)
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        script = load_script_file(script_path) if script_path is not None else FaultScript()
+        server = FaultServer(
+            script, host=host, port=port, time_scale=time_scale, allow_remote=allow_remote
+        )
+    except (ScriptFileError, ServerError) as exc:
+        print(f"harness serve: {exc}", file=err)
+        return EXIT_USAGE
+    except FaultSpecError as exc:
+        where = f"{script_path}: " if script_path is not None else ""
+        print(f"harness serve: {where}{exc}", file=err)
+        return EXIT_USAGE
+    # Block the signals before the server thread starts (threads inherit the mask),
+    # so they are delivered to sigwait() below and nowhere else.
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        try:
+            server.start()
+        except ServerError as exc:
+            print(f"harness serve: {exc}", file=err)
+            return EXIT_USAGE
+        try:
+            print(server.base_url, file=out, flush=True)
+            print(
+                f"fault server on {server.url} (time_scale={time_scale}); Ctrl-C to stop",
+                file=err,
+                flush=True,
+            )
+            signum = signal.sigwait(stop_signals)
+        finally:
+            server.stop()
+        print(f"stopped on {signal.Signals(signum).name}", file=err, flush=True)
+        return EXIT_OK
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def load_script_file(path: str | Path) -> FaultScript:
+    """Read a TOML or JSON script file; errors name the file, field and allowed values."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScriptFileError(f"{p}: cannot read script file: {exc.strerror or exc}") from exc
+    try:
+        data: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        kind = "TOML" if p.suffix.lower() == ".toml" else "JSON"
+        raise ScriptFileError(f"{p}: not valid {kind}: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("script"), dict):
+        data = data["script"]
+    try:
+        return script_from_dict(data)
+    except FaultSpecError as exc:
+        raise ScriptFileError(f"{p}: {exc}") from exc

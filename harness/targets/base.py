@@ -1,0 +1,197 @@
+"""The target interface: make one call against a base URL and say what came back.
+
+A target is a small class whose :meth:`Target.call` runs in a **child process**
+(``python -m harness.targets.child NAME``), so the runner can stop a hung call with
+SIGKILL and count the sockets, descriptors and threads it leaves behind. The child
+speaks JSON lines on its stdout (its ``print`` output goes to stderr)::
+
+    child  -> {"event": "ready", "pid": 123, "t": <monotonic>}     after Target.prepare()
+    runner -> {"cmd": "run", "job": {...Job...}}
+    child  -> {"event": "started", "t": ...}                        just before Target.call()
+    child  -> {"event": "result", "status": "returned", "text": ..., "finish_reason": ...,
+               "attempts": 1, "t": ..., "events": [[t, kind, detail], ...]}
+           or {"event": "result", "status": "raised", "error": "StreamIdleTimeout",
+               "mro": ["StreamIdleTimeout", "StallError", ...], "message": ..., "deadline": ...}
+           or {"event": "result", "status": "skipped", "message": ...}
+           or {"event": "result", "status": "not_applicable", "message": ...}  (job.api not
+              in Target.apis; the runner checks ``apis`` itself and never starts the call)
+    child  -> {"event": "ready", ...}  again, then waits for the next command
+    runner -> {"cmd": "run", ...}    another job, when the last one left no leak, or
+              {"cmd": "exit"}        after it has read the child's leaks from /proc
+
+A child is reused (``Target.reusable``) only after a case that returned or raised and left nothing behind
+(no extra descriptor, thread or socket), so no state that matters carries over; the
+baseline for leaks is re-read at every ``ready``.
+
+``t`` values are ``time.monotonic()``: system-wide on Linux, so they compare with the
+fault server's timeline. The child starts from a scrubbed environment (no proxy,
+provider or ``HERMES_*`` variables) plus whatever the scenario's ``env`` sets.
+
+How to add a target
+-------------------
+1. Write ``harness/targets/<name>.py`` with a subclass of :class:`Target`::
+
+       class MyTarget(Target):
+           name = "my-agent"
+           apis = ("chat",)                 # the scenario APIs it can run
+
+           def prepare(self) -> None:       # import heavy things before "ready"
+               import my_agent
+
+           def call(self, job: Job, log: EventLog) -> CallResult:
+               client = my_agent.Client(base_url=job.base_url, api_key=job.api_key)
+               try:
+                   text = client.chat(job.messages, model=job.model, stream=job.stream)
+                   return CallResult(text=text, finish_reason="stop")
+               finally:
+                   client.close()           # leaks are read after call() returns
+
+   Raise whatever the client raises: the child reports the class and its MRO, and an
+   ``expected = "error:Base"`` in a scenario matches any base class. Call
+   ``log.mark("first_chunk")`` etc. to add client events to ``harness explain``.
+   Override :meth:`Target.command` to run in another interpreter (another venv).
+2. Register it in ``harness.targets.TARGETS``: ``"my-agent": "harness.targets.my:MyTarget"``.
+3. Add ``my-agent = "..."`` to the ``[expected]`` table of the scenarios it should run
+   (a scenario without an expectation for a target is not run against it).
+
+Not here: judging results (``harness.outcome``) or scheduling (``harness.runner``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "DEFAULT_API_KEY",
+    "CallResult",
+    "EventLog",
+    "Job",
+    "Target",
+    "TargetUnsupported",
+    "pause_between_calls",
+]
+
+#: Any key is accepted by the fault server; never a real secret.
+DEFAULT_API_KEY = "sk-harness-local-test"
+
+
+class TargetUnsupported(Exception):
+    """The target cannot run this job (e.g. an API it does not speak); reported as skipped."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call to make.
+
+    ``settings`` are the scenario's reference-client settings in scenario seconds;
+    ``time_scale`` is the run's factor, which a target with its own deadlines applies
+    to them (and to its defaults) so the whole call speeds up with the fault script.
+    """
+
+    base_url: str
+    api: str = "chat"
+    stream: bool = True
+    messages: tuple[Mapping[str, str], ...] = ()
+    model: str = "test-model"
+    max_tokens: int | None = None
+    calls: int = 1
+    rebuild_after: int | None = None
+    #: Pause between sequential calls in scenario seconds (times ``time_scale``).
+    pause_s: float = 0.0
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    time_scale: float = 1.0
+    api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["messages"] = [dict(m) for m in self.messages]
+        data["settings"] = dict(self.settings)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Job:
+        data = dict(data)
+        data["messages"] = tuple(dict(m) for m in data.get("messages", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What a job returned. ``attempts`` is the client's own count of the requests it
+    made when it knows one (for several sequential calls, the total over all of them);
+    the runner reports it next to the server's count.
+
+    ``texts`` holds every call's text when the job made several sequential calls
+    (``text`` is then the last one).
+    """
+
+    text: str
+    finish_reason: str | None = None
+    attempts: int | None = None
+    texts: tuple[str, ...] = ()
+    #: Extra JSON-able facts a target wants in the report (carried, never judged).
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+class EventLog:
+    """Client-side events for the timeline: ``mark(kind, detail)`` stamps ``time.monotonic()``."""
+
+    #: Enough for a long stream's first and last chunks; the rest is counted, not kept.
+    MAX_EVENTS = 200
+
+    def __init__(self) -> None:
+        self.events: list[tuple[float, str, str]] = []
+        self.dropped = 0
+        #: Extra JSON-able facts for the report, also on a raised result.
+        self.details: dict[str, Any] = {}
+
+    def mark(self, kind: str, detail: str = "") -> None:
+        if len(self.events) < self.MAX_EVENTS:
+            self.events.append((time.monotonic(), kind, detail))
+        else:
+            self.dropped += 1
+
+
+class Target(ABC):
+    """One client stack under test. Instantiated once per child process."""
+
+    name: ClassVar[str] = ""
+    #: The scenario APIs this target speaks; a scenario with another API is reported as
+    #: ``not_applicable`` for it without running (expect it: ``openai-sdk = "not_applicable"``).
+    apis: ClassVar[tuple[str, ...]] = ("chat", "responses")
+    #: Raise the runner's outer ceiling for this target (real seconds), e.g. when its own
+    #: retry backoff runs in real time whatever the time scale.
+    min_ceiling_s: ClassVar[float] = 0.0
+    #: True when the child speaks the reuse protocol (``ready`` again after ``result``).
+    #: ``harness.targets.child`` does; a target with its own driver says so explicitly.
+    reusable: ClassVar[bool] = False
+
+    @classmethod
+    def command(cls) -> list[str]:
+        """The child command line; override to run in another interpreter."""
+        return [sys.executable, "-m", "harness.targets.child", cls.name]
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Import heavy modules and warm up process-wide state before ``ready``.
+
+        The runner's thread and descriptor baseline is taken after this returns.
+        """
+
+    @abstractmethod
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        """Make ``job.calls`` sequential calls on one client (rebuilding it after
+        ``job.rebuild_after`` calls, with :func:`pause_between_calls` between them), close
+        every client it built, return or raise."""
+
+
+def pause_between_calls(job: Job, log: EventLog) -> None:
+    """The job's pause between two calls: an agent thinking between turns, so a
+    scenario can change the network while the pooled connection sits idle."""
+    if job.pause_s > 0:
+        log.mark("pause", f"{job.pause_s * job.time_scale:.3f} s")
+        time.sleep(job.pause_s * job.time_scale)

@@ -1,0 +1,113 @@
+"""``openai-sdk``: the bare OpenAI SDK at its defaults -- what an unprotected agent does.
+
+``OpenAI(base_url=..., api_key=...)`` with nothing else: 600 s read timeout, two
+retries with the SDK's own backoff, no watchdog, no truncation guard. A stream is
+consumed to its end and whatever text arrived is returned, the way a naive agent loop
+does. Sequential calls share one client, as an agent does; a rebuild closes it and
+makes a new one. Clients are closed before returning so leaks count what the SDK
+left behind.
+
+Not here: any protection (that is the ``reference`` target).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.warmup import warm_up
+
+__all__ = ["OpenAISDKTarget"]
+
+
+class OpenAISDKTarget(Target):
+    name = "openai-sdk"
+    apis = ("chat", "responses")
+    reusable = True
+
+    def prepare(self) -> None:
+        warm_up(self._warm_call, apis=self.apis)
+
+    def _warm_call(self, base_url: str, api: str, stream: bool) -> None:
+        self.call(
+            Job(
+                base_url=base_url,
+                api=api,
+                stream=stream,
+                messages=({"role": "user", "content": "warm up"},),
+            ),
+            EventLog(),
+        )
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import openai
+
+        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+        results: list[CallResult] = []
+        try:
+            for i in range(job.calls):
+                if i > 0:
+                    pause_between_calls(job, log)
+                if job.rebuild_after is not None and i == job.rebuild_after:
+                    client.close()
+                    client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+                    log.mark("rebuild")
+                log.mark("call", f"{i + 1} of {job.calls}")
+                results.append(
+                    _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
+                )
+        finally:
+            client.close()
+        last = results[-1]
+        return CallResult(
+            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
+        )
+
+
+def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs: dict[str, Any] = {"model": job.model, "messages": [dict(m) for m in job.messages]}
+    if job.max_tokens is not None:
+        kwargs["max_tokens"] = job.max_tokens
+    if not job.stream:
+        resp = client.chat.completions.create(**kwargs)
+        log.mark("response")
+        choice = resp.choices[0]
+        return CallResult(text=choice.message.content or "", finish_reason=choice.finish_reason)
+    parts: list[str] = []
+    finish = None
+    stream = client.chat.completions.create(stream=True, **kwargs)
+    log.mark("headers")
+    with stream:
+        for chunk in stream:
+            for choice in chunk.choices:
+                if choice.delta is not None and choice.delta.content:
+                    parts.append(choice.delta.content)
+                    log.mark("delta", f"{len(choice.delta.content)} chars")
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+    log.mark("stream_end", f"finish_reason={finish}")
+    return CallResult(text="".join(parts), finish_reason=finish)
+
+
+def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs: dict[str, Any] = {"model": job.model, "input": [dict(m) for m in job.messages]}
+    if job.max_tokens is not None:
+        kwargs["max_output_tokens"] = job.max_tokens
+    if not job.stream:
+        resp = client.responses.create(**kwargs)
+        log.mark("response")
+        return CallResult(text=resp.output_text or "", finish_reason=resp.status)
+    parts: list[str] = []
+    finish = None
+    stream = client.responses.create(stream=True, **kwargs)
+    log.mark("headers")
+    with stream:
+        for event in stream:
+            kind = getattr(event, "type", "")
+            if kind == "response.output_text.delta":
+                parts.append(event.delta)
+                log.mark("delta", f"{len(event.delta)} chars")
+            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                finish = kind.rsplit(".", 1)[-1]
+    log.mark("stream_end", f"finish_reason={finish}")
+    return CallResult(text="".join(parts), finish_reason=finish)

@@ -1,0 +1,93 @@
+"""Test doubles for the target protocol (imported in the child as ``runner.targets_double``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
+
+
+class EnvTarget(Target):
+    """Returns the names of the environment variables the child sees, as JSON."""
+
+    name = "runner.targets_double:EnvTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        log.mark("env")
+        log.details["pid"] = os.getpid()
+        return CallResult(text=json.dumps(sorted(os.environ)), finish_reason="stop")
+
+
+class RaisingTarget(Target):
+    """Raises an error with an ``attempts`` list, like RetriesExhausted."""
+
+    name = "runner.targets_double:RaisingTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        inner = TimeoutError("stalled")
+        exc = LookupError("gave up")
+        exc.attempts = [ValueError("first"), inner]  # type: ignore[attr-defined]
+        raise exc
+
+
+class LeakyTarget(Target):
+    """Returns while a worker thread still runs: a leak the runner must report."""
+
+    name = "runner.targets_double:LeakyTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        stop = threading.Event()
+        threading.Thread(target=stop.wait, daemon=True).start()
+        return CallResult(text="", finish_reason="stop")
+
+
+class SkipTarget(Target):
+    name = "runner.targets_double:SkipTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        raise TargetUnsupported("not today")
+
+
+class AbandoningTarget(Target):
+    """A deliberately bad client: it answers the call from one request, but returns while
+    a worker thread it started has sent a second request and still blocks reading it --
+    a thread holding an ESTABLISHED socket, and a request nobody waits for."""
+
+    name = "runner.targets_double:AbandoningTarget"
+    apis = ("chat",)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = urlsplit(job.base_url)
+        path = url.path.rstrip("/") + "/chat/completions"
+        body = json.dumps(
+            {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
+        )
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {job.api_key}"}
+
+        def post(conn: http.client.HTTPConnection) -> http.client.HTTPResponse:
+            conn.request("POST", path, body, headers)
+            return conn.getresponse()  # returns once the status line and headers are in
+
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        try:
+            text = json.loads(post(conn).read())["choices"][0]["message"]["content"]
+        finally:
+            conn.close()
+        answered = threading.Event()
+
+        def worker() -> None:
+            stray = http.client.HTTPConnection(url.hostname, url.port)  # no timeout at all
+            response = post(stray)
+            answered.set()
+            response.read()  # the server sends no body: blocks, holding the socket
+
+        threading.Thread(target=worker, name="abandoned-request", daemon=True).start()
+        if not answered.wait(10):
+            raise TimeoutError("the stray request got no headers within 10 s")
+        log.mark("returned", "while a worker still reads a second request")
+        return CallResult(text=text, finish_reason="stop", attempts=1)

@@ -1,0 +1,137 @@
+"""Outcome classification, from synthetic reports and timelines (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.outcome import Expected, Outcome, classify, detection_latency, fault_onset
+
+FULL = "the stream keeps flowing."
+
+
+def returned(text, **extra):
+    return {"status": "returned", "text": text, **extra}
+
+
+def raised(error, mro, **extra):
+    return {"status": "raised", "error": error, "mro": list(mro), "message": "boom", **extra}
+
+
+def test_no_report_means_hung_at_the_ceiling():
+    assert classify(None, expected_text=FULL, alive=False).kind == "hung"
+
+
+def test_full_reply_is_ok_and_a_prefix_is_truncated_as_complete():
+    assert classify(returned(FULL), expected_text=FULL, alive=True).kind == "ok"
+    out = classify(returned(FULL[:7]), expected_text=FULL, alive=False)
+    assert out.kind == "truncated_as_complete"
+    assert "7 of 25" in out.detail
+
+
+def test_empty_reply_is_truncated_as_complete():
+    assert classify(returned(""), expected_text=FULL, alive=False).kind == "truncated_as_complete"
+
+
+def test_different_text_is_wrong_content_with_the_first_difference():
+    out = classify(returned("the stream keeps FLOWING."), expected_text=FULL, alive=True)
+    assert out.kind == "wrong_content"
+    assert "character 17" in out.detail
+
+
+def test_sentinel_in_the_reply_is_error_as_reply_even_when_it_is_the_expected_text():
+    text = "API call failed after 3 retries: Connection error."
+    out = classify(
+        returned(text), expected_text=text, alive=True, find_sentinel=lambda t: "api_call_failed"
+    )
+    assert out.kind == "error_as_reply"
+    assert "api_call_failed" in out.detail
+
+
+def test_error_keeps_class_and_mro_and_matches_a_base_class():
+    out = classify(
+        raised("StreamIdleTimeout", ["StreamIdleTimeout", "StallError", "HarnessError"]),
+        expected_text=FULL,
+        alive=False,
+    )
+    assert out.label == "error(StreamIdleTimeout)"
+    assert Expected.parse("error:StallError").matches(out)
+    assert Expected.parse("error(StreamIdleTimeout)").matches(out)
+    assert Expected.parse("error").matches(out)
+    assert not Expected.parse("error:PeerReset").matches(out)
+    assert not Expected.parse("ok").matches(out)
+
+
+def test_deadline_firing_on_a_live_stream_is_a_false_kill():
+    report = raised("HardCeiling", ["HardCeiling", "StallError"], deadline="hard_ceiling_s")
+    assert classify(report, expected_text=FULL, alive=True).kind == "false_kill"
+    assert classify(report, expected_text=FULL, alive=False).kind == "error"
+
+
+def test_non_deadline_error_on_a_live_stream_is_an_error_not_a_false_kill():
+    report = raised("MalformedEvent", ["MalformedEvent", "ProtocolError"])
+    assert classify(report, expected_text=FULL, alive=True).kind == "error"
+
+
+def test_sequential_calls_are_judged_call_by_call():
+    out = classify(returned(FULL[:5], texts=[FULL, FULL[:5]]), expected_text=FULL, alive=True)
+    assert out.kind == "truncated_as_complete"
+    assert out.detail.startswith("call 2 of 2")
+    assert classify(returned(FULL, texts=[FULL, FULL]), expected_text=FULL, alive=True).kind == "ok"
+
+
+def test_skipped_and_crashed_reports():
+    assert (
+        classify({"status": "skipped", "message": "no"}, expected_text=None, alive=True).kind
+        == "skipped"
+    )
+    crashed = classify({"status": "crashed", "message": "died"}, expected_text=None, alive=False)
+    assert crashed.label == "error(TargetCrashed)"
+
+
+def test_not_applicable_report_is_its_own_outcome_and_matches_only_its_expectation():
+    out = classify(
+        {"status": "not_applicable", "message": "no api"}, expected_text=None, alive=True
+    )
+    assert out.kind == "not_applicable" and out.detail == "no api"
+    assert Expected.parse("not_applicable").matches(out)
+    assert not Expected.parse("skipped").matches(out)
+    assert not Expected.parse("ok").matches(out)
+
+
+def test_unknown_status_is_rejected():
+    with pytest.raises(ValueError, match="returned, raised"):
+        classify({"status": "weird"}, expected_text=None, alive=True)
+
+
+@pytest.mark.parametrize("text", ["stuck", "error:", "error(1x)", ""])
+def test_expected_rejects_unknown_outcomes(text):
+    with pytest.raises(ValueError, match="allowed"):
+        Expected.parse(text)
+
+
+def test_outcome_round_trips_through_dict():
+    out = Outcome("error", "PeerReset", ("PeerReset", "TransportError"), "reset")
+    assert Outcome.from_dict(out.to_dict()) == out
+
+
+def test_detection_latency_uses_the_last_fault_before_the_error():
+    timeline = [
+        {"t": 10.0, "kind": "accepted"},
+        {"t": 10.5, "kind": "fault"},
+        {"t": 11.5, "kind": "fault"},
+        {"t": 13.0, "kind": "fault"},  # after the error: a request the client abandoned
+    ]
+    assert fault_onset(timeline) == 10.5
+    assert detection_latency(timeline, 12.0) == pytest.approx(0.5)
+    assert detection_latency(timeline, None) is None
+    assert detection_latency([{"t": 1.0, "kind": "accepted"}], 2.0) is None
+
+
+def test_expected_error_alternatives_match_either_class():
+    expected = Expected.parse("error:RemoteProtocolError|APIConnectionError")
+    assert expected.errors == ("RemoteProtocolError", "APIConnectionError")
+    wrapped = Outcome("error", "APIConnectionError", ("APIConnectionError", "APIError"))
+    bare = Outcome("error", "RemoteProtocolError", ("RemoteProtocolError", "ProtocolError"))
+    assert expected.matches(wrapped) and expected.matches(bare)
+    assert not expected.matches(Outcome("error", "ReadError", ("ReadError",)))
+    assert str(expected) == "error(RemoteProtocolError|APIConnectionError)"

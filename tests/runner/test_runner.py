@@ -1,0 +1,346 @@
+"""The runner end to end on the embedded fault server: outcomes, ceilings, leaks, shards."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.runner import RunSettings, Shard, plan, run_case, run_cases
+from harness.scenario import load_catalog, scenario_from_dict
+from harness.server import FaultServer
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+FAST = 0.02
+
+
+def make(name: str, expected: dict[str, str], **fields) -> object:
+    return scenario_from_dict({"name": name, "summary": name, "expected": expected, **fields})
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FaultServer() as srv:
+        yield srv
+
+
+@pytest.mark.timeout(60)
+def test_healthy_stream_against_the_bare_sdk_is_ok_with_one_request_and_no_leaks(server):
+    s = make("healthy", {"openai-sdk": "ok"})
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "ok", result.message
+    assert result.matched
+    assert result.requests == 1
+    assert result.leaks is not None and result.leaks.total == 0
+    assert result.elapsed_s is not None and result.elapsed_s > 0
+    assert any(e["kind"] == "response_done" for e in result.timeline)
+    assert any(kind == "stream_end" for _, kind, _ in result.client_events)
+
+
+@pytest.mark.timeout(60)
+def test_stall_against_the_bare_sdk_is_hung_at_the_outer_ceiling(server):
+    s = make(
+        "stall",
+        {"openai-sdk": "hung"},
+        ceiling_s=10,
+        script={"rules": [{"fault": {"phase": "event:2", "action": "hang"}}]},
+    )
+    settings = RunSettings(time_scale=FAST, min_ceiling_s=0.5)
+    result = run_case(s, "openai-sdk", server=server, settings=settings)
+    assert result.outcome.kind == "hung"
+    assert result.matched
+    assert result.ceiling_s == 0.5
+    assert result.leaks is None  # a killed target has nothing left to measure
+
+
+@pytest.mark.timeout(60)
+def test_close_delimited_fin_is_truncated_as_complete_for_the_bare_sdk(server):
+    s = make(
+        "fin",
+        {"openai-sdk": "truncated_as_complete"},
+        script={"framing": "close", "rules": [{"fault": {"phase": "event:4", "action": "fin"}}]},
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "truncated_as_complete", result.message
+    assert result.matched
+
+
+@pytest.mark.timeout(60)
+def test_error_records_detection_latency_from_the_server_timeline(server):
+    s = make(
+        "rst",
+        {"openai-sdk": "error:ReadError"},
+        script={"rules": [{"fault": {"phase": "event:3", "action": "rst"}}]},
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.label == "error(ReadError)", result.message
+    assert result.latency_s is not None and 0 <= result.latency_s < 5
+
+
+@pytest.mark.timeout(60)
+def test_request_budget_overrun_is_a_mismatch(server):
+    s = make(
+        "retries",
+        {"openai-sdk": "error"},
+        budget={"max_requests": 1},
+        script={"rules": [{"fault": {"phase": "request", "action": "status", "code": 500}}]},
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "error"
+    assert result.requests == 3  # the SDK's two retries
+    assert result.over_budget and not result.matched
+
+
+@pytest.mark.timeout(60)
+def test_thread_left_running_after_return_is_reported_as_a_leak(server):
+    s = make("leaky", {"reference": "ok"})  # no request made: nothing to compare
+    settings = RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR})
+    result = run_case(
+        s,
+        "runner.targets_double:LeakyTarget",
+        server=server,
+        settings=settings,
+        expect_as="reference",
+    )
+    assert result.matched, result.outcome
+    assert result.leaks is not None and result.leaks.threads == 1
+
+
+def test_plan_is_deterministic_and_shards_partition_it():
+    catalog = load_catalog()
+    cases = plan(catalog)
+    assert cases == plan(list(reversed(catalog)))
+    shards = [plan(catalog, shard=Shard(k, 3)) for k in (1, 2, 3)]
+    assert sorted((s.name, t) for part in shards for s, t in part) == sorted(
+        (s.name, t) for s, t in cases
+    )
+    assert sum(len(p) for p in shards) == len(cases)
+
+
+def test_plan_judges_mutants_by_the_reference_expectation():
+    s = make("x", {"reference": "ok"})
+    assert plan([s], ["mutant:no-keepalive", "openai-sdk"]) == [(s, "mutant:no-keepalive")]
+    with pytest.raises(ValueError, match="unknown target 'curl'"):
+        plan([s], ["curl"])
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "a/b", "1"])
+def test_bad_shard_is_rejected(text):
+    with pytest.raises(ValueError, match="K/N"):
+        Shard.parse(text)
+
+
+def test_settings_validate_eagerly_and_floor_the_ceiling():
+    with pytest.raises(ValueError, match="time_scale"):
+        RunSettings(time_scale=0)
+    with pytest.raises(ValueError, match="jobs"):
+        RunSettings(jobs=0)
+    s = make("c", {"reference": "ok"}, ceiling_s=100)
+    assert RunSettings(time_scale=1.0).ceiling_for(s) == 100
+    assert RunSettings(time_scale=0.01, min_ceiling_s=3).ceiling_for(s) == 3
+
+
+@pytest.mark.timeout(60)
+def test_run_cases_in_parallel_returns_results_in_case_order():
+    a = make("a_ok", {"openai-sdk": "ok"})
+    b = make(
+        "b_trunc",
+        {"openai-sdk": "truncated_as_complete"},
+        script={"rules": [{"fault": {"phase": "event:3", "action": "truncate"}}]},
+    )
+    seen = []
+    results = run_cases(
+        [(a, "openai-sdk"), (b, "openai-sdk")],
+        settings=RunSettings(time_scale=FAST, jobs=2),
+        on_result=seen.append,
+    )
+    assert [r.scenario for r in results] == ["a_ok", "b_trunc"]
+    assert all(r.matched for r in results), [r.message for r in results]
+    assert sorted(r.scenario for r in seen) == ["a_ok", "b_trunc"]
+
+
+@pytest.mark.timeout(90)
+def test_clean_child_is_reused_and_a_hung_one_is_not(monkeypatch):
+    from harness import runner as runner_module
+
+    spawned = []
+    real_spawn = runner_module.TargetProcess.spawn
+
+    def counting_spawn(target, **kwargs):
+        spawned.append(target)
+        return real_spawn(target, **kwargs)
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", counting_spawn)
+    ok = [make(f"ok_{i}", {"openai-sdk": "ok"}) for i in range(3)]
+    hang = make(
+        "hang",
+        {"openai-sdk": "hung"},
+        script={"rules": [{"fault": {"phase": "request", "action": "hang"}}]},
+    )
+    cases = [
+        (ok[0], "openai-sdk"),
+        (ok[1], "openai-sdk"),
+        (hang, "openai-sdk"),
+        (ok[2], "openai-sdk"),
+    ]
+    results = run_cases(cases, settings=RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=0.5))
+    assert [r.outcome.kind for r in results] == ["ok", "ok", "hung", "ok"]
+    assert len(spawned) == 2  # one for the first three cases, a fresh one after the hang
+
+
+@pytest.mark.timeout(60)
+def test_pause_between_calls_is_scaled_and_shows_in_the_client_events(server):
+    s = make("paused", {"openai-sdk": "ok"}, request={"calls": 2, "pause_s": 10})
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.matched, result.message
+    pauses = [detail for _, kind, detail in result.client_events if kind == "pause"]
+    assert pauses == ["0.200 s"]
+    assert result.elapsed_s >= 0.2
+
+
+@pytest.mark.timeout(60)
+def test_relay_backend_runs_through_the_relay_and_merges_its_timeline(server):
+    s = make(
+        "relayed", {"openai-sdk": "ok"}, network={"backend": "relay", "relay": {"mode": "pass"}}
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=0.3))
+    assert result.matched, result.message
+    assert {"relay", "server"} <= {e.get("source", "server") for e in result.timeline}
+
+
+def test_missing_prerequisite_is_skipped_locally_and_a_mismatch_in_ci(server, monkeypatch):
+    from harness import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "_missing_unlocked", lambda backend: "no toxiproxy here")
+    s = make(
+        "tox",
+        {"openai-sdk": "ok"},
+        network={"backend": "toxiproxy", "toxics": [{"type": "timeout", "timeout": 0}]},
+    )
+    local = run_case(s, "openai-sdk", server=server, settings=RunSettings(environ={}))
+    assert local.outcome.kind == "skipped" and local.matched
+    ci = run_case(s, "openai-sdk", server=server, settings=RunSettings(environ={"CI": "1"}))
+    assert ci.outcome.kind == "skipped" and not ci.matched
+    assert "CI requires this tier: no toxiproxy here" in ci.message
+
+
+# --------------------------------------------------------------------------- issue 8
+
+
+def test_target_that_does_not_speak_the_api_is_not_applicable_without_running(server, monkeypatch):
+    from harness import runner as runner_module
+
+    def no_spawn(*args, **kwargs):
+        raise AssertionError("a not-applicable case must not start a child")
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", no_spawn)
+    s = make("anthropic", {"openai-sdk": "not_applicable"}, api="messages")
+    result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "not_applicable" and result.matched
+    assert "openai-sdk does not speak api=messages" in result.message
+    assert result.requests is None  # nothing was sent
+    # expecting anything else is a mismatch, so a target that starts to speak it shows up
+    wrong = make("anthropic", {"openai-sdk": "hung"}, api="messages")
+    other = run_case(wrong, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
+    assert other.outcome.kind == "not_applicable" and not other.matched
+
+
+@pytest.mark.timeout(60)
+def test_worker_left_holding_a_socket_and_a_stray_request_are_flagged(server):
+    s = make(
+        "abandoned",
+        {"reference": "ok"},
+        stream=False,
+        # the second request gets its status line and headers, then no body, ever
+        script={
+            "rules": [{"match": {"attempts": 2}, "fault": {"phase": "headers", "action": "hang"}}]
+        },
+    )
+    settings = RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR})
+    result = run_case(
+        s,
+        "runner.targets_double:AbandoningTarget",
+        server=server,
+        settings=settings,
+        expect_as="reference",
+    )
+    assert result.outcome.kind == "ok" and result.matched, result.message  # the reply is right
+    assert result.leaks is not None
+    assert result.leaks.threads >= 1 and result.leaks.established >= 1, result.leaks
+    assert (result.requests, result.attempts) == (2, 1)
+    assert result.unaccounted_requests == 1
+    data = result.to_dict()
+    assert data["unaccounted_requests"] == 1 and data["leaks"]["established"] >= 1
+
+    from io import StringIO
+
+    from rich.console import Console
+
+    from harness.report.console import render_console
+
+    out = StringIO()
+    render_console([result], console=Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    assert "(client 1)" in text and "1 with leaks" in text
+    assert "1 with requests the client cannot account for" in text
+
+
+def test_client_attempts_and_late_requests_from_a_report():
+    from types import SimpleNamespace
+
+    from harness.runner import _client_attempts, _late_requests
+
+    assert _client_attempts({"status": "returned", "attempts": 3}, calls=2) == 3
+    assert _client_attempts({"status": "returned"}, calls=1) is None
+    raised = {"status": "raised", "attempt_errors": ["A", "B", "C"], "attempt": 3}
+    assert _client_attempts(raised, calls=1) == 3
+    assert _client_attempts({"status": "raised", "attempt": 1}, calls=1) == 1
+    assert _client_attempts(raised, calls=2) is None  # earlier calls' requests unknown
+    assert _client_attempts(None, calls=1) is None
+    records = [SimpleNamespace(t_start=1.0), SimpleNamespace(t_start=5.0)]
+    assert _late_requests(records, 2.0) == 1
+    assert _late_requests(records, None) is None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+def test_watchdog_killing_a_slow_but_alive_stream_is_a_false_kill(server, api):
+    # keep-alives every second, content every 5 s: alive, but an idle deadline that ignores
+    # keep-alives (and a 2 s one at that) kills it -- the watchdog is wrong, not the stream
+    s = make(
+        f"too_eager_{api}",
+        {"reference": "ok"},
+        api=api,
+        script={"events": 2, "event_interval_s": 5.0, "keepalive_comment_s": 1.0},
+        watchdog={"stream_idle_s": 2, "idle_counts_comments": False, "max_attempts": 1},
+    )
+    result = run_case(s, "reference", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "false_kill", result.message
+    assert result.outcome.label in ("false_kill(StreamIdleTimeout)", "false_kill(FirstByteTimeout)")
+    assert not result.matched
+
+
+@pytest.mark.timeout(60)
+def test_attempt_killed_on_a_live_stream_is_a_false_kill_even_when_the_retry_succeeds(server):
+    # attempt 1 is slow (an event every 5 s) but alive; a 2 s idle deadline kills it and
+    # attempt 2, at full speed, returns the full reply: the final "ok" hides a false kill
+    s = make(
+        "killed_then_retried",
+        {"reference": "ok"},
+        script={
+            "rules": [
+                {
+                    "match": {"attempts": 1},
+                    "fault": {"phase": "event:2", "action": "slow", "delay_s": 5.0},
+                }
+            ]
+        },
+        watchdog={"stream_idle_s": 2, "max_attempts": 2},
+        tags=["no-false-kill"],
+    )
+    assert s.is_alive
+    result = run_case(s, "reference", server=server, settings=RunSettings(time_scale=FAST))
+    assert result.outcome.kind == "false_kill", result.message
+    assert "2 requests for 1 call(s)" in result.outcome.detail
+    assert result.requests == 2 and not result.matched
