@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from harness.runner import DEFAULT_JOBS, DEFAULT_TIME_SCALE
+    from harness.server.cli_serve import add_arguments as add_serve_arguments
 
     parser = argparse.ArgumentParser(
         prog="harness",
@@ -151,25 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
         "point any OpenAI client at the printed base URL.",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=int, default=0, help="port to bind (default 0: any free port)"
-    )
-    serve.add_argument(
-        "--script", metavar="FILE", help="fault script, TOML or JSON (default: no faults)"
-    )
-    serve.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        metavar="X",
-        help="multiply every script duration by X (default 1.0)",
-    )
-    serve.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow binding a non-loopback address (reachable from the network)",
-    )
+    add_serve_arguments(serve)
     serve.set_defaults(func=_cmd_serve)
 
     bench = sub.add_parser(
@@ -310,10 +293,14 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     serve = _optional("harness.server.cli_serve", "serve", what="harness serve")
+    argument_error = _optional("harness.server.cli_serve", "argument_error", what="harness serve")
     if not 0 < args.time_scale <= 100:
         raise UsageError(
             f"--time-scale {args.time_scale!r} is not valid; allowed: a number > 0 and <= 100"
         )
+    problem = argument_error(args)
+    if problem is not None:
+        raise UsageError(problem)
     return int(serve(args.host, args.port, args.script, args.time_scale, args.allow_remote) or 0)
 
 

@@ -6,6 +6,7 @@ A socket in CLOSE-WAIT is one the peer closed and the process never did -- the
 signature of hermes-agent #10324.
 
 Linux only; elsewhere :func:`snapshot` returns None and leaks are reported as unknown.
+The socket table is read with :mod:`harness.tcpstate`.
 
 Not here: deciding what a leak means for an outcome (``harness.runner``).
 """
@@ -16,22 +17,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Leaks", "ProcessSnapshot", "TCP_STATES", "leaks_between", "snapshot"]
+from harness import tcpstate
 
-#: /proc/net/tcp state codes.
-TCP_STATES = {
-    "01": "ESTABLISHED",
-    "02": "SYN_SENT",
-    "03": "SYN_RECV",
-    "04": "FIN_WAIT1",
-    "05": "FIN_WAIT2",
-    "06": "TIME_WAIT",
-    "07": "CLOSE",
-    "08": "CLOSE_WAIT",
-    "09": "LAST_ACK",
-    "0A": "LISTEN",
-    "0B": "CLOSING",
-}
+__all__ = ["Leaks", "ProcessSnapshot", "leaks_between", "snapshot"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +73,13 @@ def snapshot(pid: int, *, proc: Path = Path("/proc")) -> ProcessSnapshot | None:
             except FileNotFoundError:  # closed while we listed
                 continue
         threads = len(os.listdir(base / "task"))
-        inodes = {t[len("socket:[") : -1] for t in fd_targets if t.startswith("socket:[")}
-        states = _tcp_states(base / "net", inodes)
+        inodes = {int(t[len("socket:[") : -1]) for t in fd_targets if t.startswith("socket:[")}
+        sockets = tcpstate.snapshot(netns_pid=pid, inodes=inodes, proc=str(proc)) if inodes else []
     except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
         return None
+    except tcpstate.TcpStateError:  # the table went with the process, or is unreadable
+        return None
+    states = [s.state for s in sockets]
     return ProcessSnapshot(fds=len(fd_targets), threads=threads, tcp_states=tuple(sorted(states)))
 
 
@@ -102,19 +93,3 @@ def leaks_between(before: ProcessSnapshot | None, after: ProcessSnapshot | None)
         close_wait=max(after.count("CLOSE_WAIT") - before.count("CLOSE_WAIT"), 0),
         established=max(after.count("ESTABLISHED") - before.count("ESTABLISHED"), 0),
     )
-
-
-def _tcp_states(net: Path, inodes: set[str]) -> list[str]:
-    if not inodes:
-        return []
-    states = []
-    for name in ("tcp", "tcp6"):
-        try:
-            lines = (net / name).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            cols = line.split()
-            if len(cols) > 9 and cols[9] in inodes:
-                states.append(TCP_STATES.get(cols[3].upper(), cols[3]))
-    return states

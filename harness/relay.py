@@ -48,6 +48,7 @@ from typing import Any
 
 from harness import tcpstate
 from harness.faults import FaultSpecError
+from harness.loopthread import LoopThread, LoopThreadError
 
 __all__ = [
     "DEFAULT_IDLE_CUT_S",
@@ -207,13 +208,11 @@ class Relay:
         self._cond = threading.Condition()
         self._conns: dict[int, _Conn] = {}
         self._next_conn = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread("harness-relay")
         self._server: asyncio.AbstractServer | None = None
         self._changed: asyncio.Condition | None = None
         self._flowing: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._start_error: BaseException | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -225,30 +224,18 @@ class Relay:
         self.close()
 
     def start(self) -> None:
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(ready,), name="harness-relay", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(DEFAULT_READY_TIMEOUT_S):
-            raise RelayError(f"relay did not start within {DEFAULT_READY_TIMEOUT_S} s")
-        if self._start_error is not None:
-            self._thread.join()
+        try:
+            self._loop_thread.start(self._listen, timeout_s=DEFAULT_READY_TIMEOUT_S)
+        except LoopThreadError as exc:
+            raise RelayError(f"relay did not start within {DEFAULT_READY_TIMEOUT_S} s") from exc
+        except OSError as exc:
             raise RelayError(
-                f"relay could not listen on {self.host}:{self._requested_port}: {self._start_error}"
-            ) from self._start_error
+                f"relay could not listen on {self.host}:{self._requested_port}: {exc}"
+            ) from exc
 
     def close(self) -> None:
         """Stop accepting, close every leg, stop the loop. Idempotent."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        if loop.is_running():
-            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            fut.result(DEFAULT_READY_TIMEOUT_S)
-            loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        self._loop = self._thread = None
+        self._loop_thread.stop(self._shutdown, timeout_s=DEFAULT_READY_TIMEOUT_S)
 
     # ------------------------------------------------------------------ public
 
@@ -272,9 +259,7 @@ class Relay:
             mode=mode,
             idle_cut_s=self._idle_cut_s if idle_cut_s is None else idle_cut_s,
         )  # validates
-        loop = self._require_loop()
-        fut = asyncio.run_coroutine_threadsafe(self._apply_mode(new.mode, new.idle_cut_s), loop)
-        fut.result(DEFAULT_READY_TIMEOUT_S)
+        self._call(self._apply_mode(new.mode, new.idle_cut_s))
 
     def timeline(self) -> list[RelayEvent]:
         with self._cond:
@@ -323,29 +308,9 @@ class Relay:
     def sample(self) -> list[RelayEvent]:
         """Take a TCP state sample of every connection now; returns the ``tcp`` events
         recorded (only those whose states changed)."""
-        loop = self._require_loop()
-        fut = asyncio.run_coroutine_threadsafe(self._sample_all(), loop)
-        return fut.result(DEFAULT_READY_TIMEOUT_S)
+        return self._call(self._sample_all())
 
     # ------------------------------------------------------------------ loop thread
-
-    def _run(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._listen())
-        except OSError as exc:
-            self._start_error = exc
-            ready.set()
-            loop.close()
-            return
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
 
     async def _listen(self) -> None:
         self._changed = asyncio.Condition()
@@ -630,10 +595,12 @@ class Relay:
             self._cond.notify_all()
         return ev
 
-    def _require_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None or not self._loop.is_running():
+    def _call(self, coro: Any) -> Any:
+        """Run ``coro`` on the relay's loop and return its result."""
+        if not self._loop_thread.running:
+            coro.close()
             raise RelayError("relay is not running (use it as a context manager)")
-        return self._loop
+        return self._loop_thread.call(coro, timeout_s=DEFAULT_READY_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- helpers

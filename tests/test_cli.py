@@ -92,6 +92,11 @@ def test_serve_rejects_a_bad_time_scale(capsys):
     assert "--time-scale 0.0 is not valid" in capsys.readouterr().err
 
 
+def test_serve_rejects_a_port_out_of_range_instead_of_wrapping_it(capsys):
+    assert main(["serve", "--port", "70000"]) == EXIT_INPUT
+    assert "--port: 70000 is not valid; allowed: 0..65535" in capsys.readouterr().err
+
+
 @pytest.mark.timeout(90)
 def test_run_writes_reports_and_exits_0_when_all_match(tmp_path, capsys):
     d = scenario_dir(tmp_path / "s", healthy_a="ok")

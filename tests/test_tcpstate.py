@@ -87,6 +87,13 @@ def test_parser_with_ports_keeps_only_sockets_on_those_ports() -> None:
     assert [s.state for s in socks] == ["LISTEN", "ESTABLISHED", "CLOSE_WAIT"]
 
 
+@little_endian
+def test_parser_with_inodes_keeps_only_those_sockets() -> None:
+    socks = parse_proc_net_tcp(TCP4, clk_tck=100, inodes={777, 778})
+    assert [(s.inode, s.state) for s in socks] == [(777, "ESTABLISHED"), (778, "CLOSE_WAIT")]
+    assert parse_proc_net_tcp(TCP4, clk_tck=100, inodes=set()) == []
+
+
 def test_parser_names_file_and_line_of_garbage() -> None:
     with pytest.raises(TcpStateError, match=r"/proc/net/tcp:2: cannot parse"):
         parse_proc_net_tcp("  sl header\n   0: zz:yy 00000000:0000 0A\n")

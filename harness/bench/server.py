@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import signal
 import socket
@@ -39,6 +38,8 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from harness.bench.common import percentile
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -402,10 +403,10 @@ async def _measure_one(
     if child.kind == "ours":
         all_errs = event_errs + drip_errs + hang_errs
         figures = {
-            "timeline_event_p99_ms": _pct(event_errs, 99) * 1000,
-            "timeline_drip_p99_ms": _pct(drip_errs, 99) * 1000,
-            "timeline_hang_end_p99_ms": _pct(hang_errs, 99) * 1000,
-            "timeline_all_p99_ms": _pct(all_errs, 99) * 1000,
+            "timeline_event_p99_ms": percentile(event_errs, 99) * 1000,
+            "timeline_drip_p99_ms": percentile(drip_errs, 99) * 1000,
+            "timeline_hang_end_p99_ms": percentile(hang_errs, 99) * 1000,
+            "timeline_all_p99_ms": percentile(all_errs, 99) * 1000,
         }
     return ServerFigures(
         name=child.kind,
@@ -416,8 +417,8 @@ async def _measure_one(
         runs_events_per_s=tuple(eps),
         runs_cpu_us_per_event=tuple(cpu_us),
         throughput_errors=t_errors,
-        client_lateness_p50_ms=_pct(lateness, 50) * 1000,
-        client_lateness_p99_ms=_pct(lateness, 99) * 1000,
+        client_lateness_p50_ms=percentile(lateness, 50) * 1000,
+        client_lateness_p99_ms=percentile(lateness, 99) * 1000,
         notes=child.notes,
         **figures,
     )
@@ -538,13 +539,6 @@ def _hang_end_errors(events: list[dict[str, Any]], duration_s: float) -> list[fl
         elif e["kind"] == "closed" and e["detail"].get("reason") == "hang ended" and key in fired:
             errs.append(abs(e["t"] - (fired[key] + duration_s)))
     return errs
-
-
-def _pct(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
 # --------------------------------------------------------------------------- server children

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import random
@@ -34,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.bench.common import percentile
 from harness.client import ClientSettings, Components, ReferenceClient, errors
 from harness.client.deadlines import DeadlineState
 from harness.client.transport import TransportFactory
@@ -77,10 +77,7 @@ class DeadlineFigures:
     ours: tuple[float, ...]
     polling: tuple[float, ...]
 
-    @staticmethod
-    def pct(values: Sequence[float], q: float) -> float:
-        ordered = sorted(values)  # nearest rank: the smallest value with q% at or below it
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+    pct = staticmethod(percentile)
 
     def summary(self) -> dict[str, float]:
         o50, o99 = self.pct(self.ours, 50), self.pct(self.ours, 99)

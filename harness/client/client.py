@@ -160,12 +160,12 @@ class _Base:
     def __init__(
         self,
         base_url: str,
-        api_key: str,
+        api_key: str = "harness-test-key",
         *,
-        settings: ClientSettings | None,
-        retry_policy: RetryPolicy | None,
-        components: Components | None,
-        sdk_kwargs: Mapping[str, Any],
+        settings: ClientSettings | None = None,
+        retry_policy: RetryPolicy | None = None,
+        components: Components | None = None,
+        **sdk_kwargs: Any,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise SettingsError("base_url", base_url, "an http:// or https:// URL")
@@ -319,7 +319,7 @@ class ReferenceClient(_Base):
             settings=settings,
             retry_policy=retry_policy,
             components=components,
-            sdk_kwargs=sdk_kwargs,
+            **sdk_kwargs,
         )
         self.clock = clock or MonotonicClock()
         self._lock = threading.Lock()
@@ -465,26 +465,8 @@ class ReferenceClient(_Base):
 
 class AsyncReferenceClient(_Base):
     """The asyncio twin of :class:`ReferenceClient`: same deadlines (enforced by a cancel
-    scope per attempt), same errors, same retry policy. One call at a time per client."""
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str = "harness-test-key",
-        *,
-        settings: ClientSettings | None = None,
-        retry_policy: RetryPolicy | None = None,
-        components: Components | None = None,
-        **sdk_kwargs: Any,
-    ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            settings=settings,
-            retry_policy=retry_policy,
-            components=components,
-            sdk_kwargs=sdk_kwargs,
-        )
+    scope per attempt), same errors, same retry policy. One call at a time per client.
+    Constructed like :class:`ReferenceClient`, without ``clock`` (the loop's clock is used)."""
 
     async def complete(
         self,

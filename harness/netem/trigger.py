@@ -14,12 +14,18 @@ timeline with :func:`wait_for_trigger`, which blocks on ``FaultServer.wait_for``
     request:N    the N-th request was read, N>=1    (``request_read``, count N)
     done:N       the N-th response ended normally   (``response_done``, count N)
 
+Only LLM API exchanges (``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages``)
+count for the per-request points (request, headers, event, done): an agent's metadata
+probes against a local base URL (GET /v1/models, /api/tags, ...) are not the call a
+scenario means.
+
 What it is not: a scheduler. It names the point and waits for it; firing is the
 backend's job.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,6 +43,10 @@ TRIGGERS: dict[str, str | None] = {
     "done": "response_done",
 }
 _ALLOWED = "start, accept, request, request:N, headers, event:N, done:N (N >= 1)"
+#: The request paths that are LLM calls (what per-request points count).
+LLM_PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages"})
+#: Server timeline kinds that belong to one request (filtered to LLM requests).
+_PER_REQUEST = frozenset({"request_read", "headers_sent", "event_sent", "response_done"})
 
 
 class _Server(Protocol):
@@ -81,8 +91,24 @@ def parse_trigger(text: Any, *, where: str = "at") -> Trigger:
 
 def wait_for_trigger(trigger: Trigger, server: _Server, *, timeout: float) -> Any:
     """Block until ``trigger`` happened on ``server``'s timeline; returns the server's
-    event (None for ``start``). Raises the server's ``TimeoutError`` after ``timeout``."""
+    event (None for ``start``). Raises the server's ``TimeoutError`` after ``timeout``.
+
+    Per-request points count LLM API exchanges only (see the module docstring): each
+    round waits (on the server's condition, no polling) for as many more events as
+    probes took, so the loop ends by the count or by the server's timeout."""
     kind = TRIGGERS[trigger.kind]
     if kind is None:
         return None
-    return server.wait_for(kind, timeout=timeout, count=trigger.n)
+    # A server without request records (the kernel probe's SSE stub) counts everything.
+    if kind not in _PER_REQUEST or not callable(getattr(server, "requests", None)):
+        return server.wait_for(kind, timeout=timeout, count=trigger.n)
+    deadline = time.monotonic() + timeout
+    count = trigger.n
+    while True:
+        server.wait_for(kind, timeout=max(deadline - time.monotonic(), 0.0), count=count)
+        llm = {r.index for r in server.requests() if r.path in LLM_PATHS}
+        hits = [e for e in server.timeline() if e.kind == kind][:count]
+        mine = [e for e in hits if e.request in llm]
+        if len(mine) >= trigger.n:
+            return mine[trigger.n - 1]
+        count += trigger.n - len(mine)

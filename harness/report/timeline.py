@@ -165,8 +165,18 @@ def relay_story(result: Any) -> list[str]:
         silent = (
             "no byte sent to the client" if sent_after == 0 else f"{sent_after} sends to the client"
         )
+        killed_at = (
+            result.t_started + result.ceiling_s
+            if result.outcome.kind == "hung" and result.t_started is not None
+            else None
+        )
         if end_event is None:
             until = "until the end of the run"
+        elif killed_at is not None and end >= killed_at:
+            until = (
+                f"for {(end - swallowed) * 1000:.1f} ms, until the runner killed the hung target "
+                f"({end_event['kind']} at {ms(end)})"
+            )
         elif end_event["kind"] in ("client_fin", "client_reset"):
             until = (
                 f"for {(end - swallowed) * 1000:.1f} ms, until the client closed it "

@@ -21,9 +21,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
-from harness.server.fault_server import DEFAULT_HOST, FaultServer, ServerError
+from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "load_script_file", "main", "serve"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_arguments",
+    "argument_error",
+    "load_script_file",
+    "main",
+    "serve",
+]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -38,14 +46,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="harness serve", description="Run the fault server until Ctrl-C."
     )
+    add_arguments(parser)
+    args = parser.parse_args(list(argv or []))
+    problem = argument_error(args)
+    if problem is not None:
+        parser.error(problem)
+    return serve(args.host, args.port, args.script, args.time_scale, args.allow_remote)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``harness serve`` (shared by :func:`main` and ``harness.cli``)."""
     parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="port (default 0: a free port, printed)"
+        "--port", type=int, default=0, help="port to bind (default 0: a free port, printed)"
     )
     parser.add_argument(
-        "--script", metavar="FILE", help="fault script: TOML or JSON FaultScript table"
+        "--script",
+        metavar="FILE",
+        help="fault script: TOML or JSON FaultScript table (default: no faults)",
     )
     parser.add_argument(
         "--time-scale",
@@ -57,14 +77,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help="allow binding a non-loopback host (prints a warning)",
+        help="allow binding a non-loopback host (reachable from the network; prints a warning)",
     )
-    args = parser.parse_args(list(argv or []))
+
+
+def argument_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with parsed :func:`add_arguments` options (one line), or None."""
     if not 0 <= args.port <= 65535:
-        parser.error(f"--port: {args.port} is not valid; allowed: 0..65535")
+        return f"--port: {args.port} is not valid; allowed: 0..65535"
     if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        parser.error(f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0")
-    return serve(args.host, args.port, args.script, args.time_scale, args.allow_remote)
+        return f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0"
+    return None
 
 
 def serve(
@@ -97,6 +120,13 @@ def serve(
         where = f"{script_path}: " if script_path is not None else ""
         print(f"harness serve: {where}{exc}", file=err)
         return EXIT_USAGE
+    if host not in LOCAL_HOSTS:
+        print(
+            f"harness serve: warning: binding to non-loopback host {host}: "
+            "it is reachable from the network",
+            file=err,
+            flush=True,
+        )
     # Block the signals before the server thread starts (threads inherit the mask),
     # so they are delivered to sigwait() below and nowhere else.
     stop_signals = {signal.SIGINT, signal.SIGTERM}

@@ -58,6 +58,7 @@ class Connection(asyncio.BufferedProtocol):
         self._input_waiter: asyncio.Future[None] | None = None
         self._gone_waiter: asyncio.Future[None] | None = None
         self._write_paused = False
+        self._write_stopped = False  # write() refused: the transport was already closing
         self._drain_waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
 
@@ -180,6 +181,14 @@ class Connection(asyncio.BufferedProtocol):
     def write(self, data: bytes) -> None:
         if self.lost or self.closing or self.transport is None:
             raise PeerGone("connection is closed")
+        if self.transport.is_closing():
+            # A send failed (EPIPE / ECONNRESET): asyncio closed the transport and reports
+            # connection_lost on its next turn. Writing on meanwhile (a drip catching up)
+            # only makes asyncio log "socket.send() raised exception." once per write.
+            if not self._write_stopped:
+                self._write_stopped = True
+                self._record("write_stopped", bytes_in=self.bytes_in, bytes_out=self.bytes_out)
+            raise PeerGone("connection is closing")
         self.transport.write(data)
         self.bytes_out += len(data)
 

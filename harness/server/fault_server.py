@@ -25,10 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import threading
 from typing import Any
 
 from harness.faults import FaultScript
+from harness.loopthread import LoopThread
 from harness.server.app import ServerCore, check_server_script
 from harness.server.timeline import RequestRecord, TimelineEvent
 
@@ -74,46 +74,39 @@ class FaultServer:
         self.allow_remote = allow_remote
         self._core = ServerCore(script, time_scale=time_scale)
         self._core.on_load = self._apply_listen_options
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop_event: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._loop_thread: LoopThread | None = None
+        self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
         self._small_rcvbuf = False
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> FaultServer:
-        if self._thread is not None:
+        if self._loop_thread is not None:
             return self
         if self.host not in LOCAL_HOSTS:
-            log.warning(
+            # allow_remote=True was the caller's explicit choice; the runner also binds
+            # inside network namespaces it made itself, where this is no news. The
+            # command line (`harness serve --allow-remote`) warns visibly on its own.
+            log.info(
                 "fault server binding to non-loopback host %s: it is reachable from the network",
                 self.host,
             )
         self._sock = _listen(self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self._apply_listen_options()
-        self._thread = threading.Thread(
-            target=self._run, name=f"fault-server:{self.port}", daemon=True
-        )
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            self._thread.join()
-            self._thread = None
-            raise ServerError(f"fault server failed to start: {self._error}") from self._error
+        loop_thread = LoopThread(f"fault-server:{self.port}")
+        try:
+            loop_thread.start(self._start_serving)
+        except Exception as exc:
+            raise ServerError(f"fault server failed to start: {exc}") from exc
+        self._loop_thread = loop_thread
         return self
 
     def stop(self) -> None:
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(self._stop_event.set)  # type: ignore[union-attr]
-        thread.join()
-        self._thread = None
+        if self._loop_thread is not None:
+            self._loop_thread.stop(self._shutdown)
+            self._loop_thread = None
 
     def __enter__(self) -> FaultServer:
         return self.start()
@@ -169,38 +162,23 @@ class FaultServer:
         )
         self._small_rcvbuf = stall
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._main())
-        except BaseException as exc:  # reported to start() when it happens before ready
-            if not self._ready.is_set():
-                self._error = exc
-                self._ready.set()
-            else:
-                raise
-        finally:
-            loop.close()
-
-    async def _main(self) -> None:
-        self._stop_event = asyncio.Event()
-        server = await asyncio.get_running_loop().create_server(
+    async def _start_serving(self) -> None:
+        self._server = await asyncio.get_running_loop().create_server(
             self._core.protocol_factory, sock=self._sock, backlog=4096
         )
-        self._ready.set()
-        try:
-            await self._stop_event.wait()
-        finally:
-            server.close()
-            for conn in list(self._core.open):
-                conn.reset("server stopped") if not conn.lost else None
-            tasks = list(self._core.tasks)
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            await server.wait_closed()
+
+    async def _shutdown(self) -> None:
+        server = self._server
+        assert server is not None
+        server.close()
+        for conn in list(self._core.open):
+            conn.reset("server stopped") if not conn.lost else None
+        tasks = list(self._core.tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()
 
 
 def _listen(host: str, port: int) -> socket.socket:

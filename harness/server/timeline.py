@@ -14,7 +14,8 @@ This module only records; it does not decide anything about faults or wire bytes
 Timeline kinds: ``accepted``, ``request_read``, ``status_sent``, ``headers_sent``,
 ``event_sent`` (detail: ``n``, and ``scheduled`` when paced), ``comment_sent``,
 ``fault`` (detail: ``action``, ``phase``), ``upload_stalled``, ``upload_resumed``,
-``response_done``, ``peer_closed``, ``peer_reset``, ``closed``, ``bad_request``.
+``response_done``, ``peer_closed``, ``peer_reset``, ``closed``, ``bad_request``,
+``write_stopped`` (a write found the transport already closing after a failed send).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ Spec (JSON object; only ``base_url`` is required)::
     messages      chat messages; the user messages become the turns
     rebuild_between_turns  bool: call _replace_primary_openai_client before turns 2..n
     rebuild_after int: rebuild once, after this many turns (the runner's Job.rebuild_after)
+    pause_s       seconds to wait between turns (the runner's Job.pause_s, already scaled)
     env           {"NAME": "value"} set before hermes is imported (watchdog timeouts)
     hermes_home   scratch directory to use (default: a fresh temporary directory)
     settings      reference-client settings in scenario seconds (see SETTING_ENV)
@@ -231,6 +232,7 @@ def spec_from_job(job: dict[str, Any], home: str) -> dict[str, Any]:
             "api": job.get("api", "chat"),
             "turns": [message] * calls,
             "rebuild_after": job.get("rebuild_after"),
+            "pause_s": float(job.get("pause_s") or 0.0) * float(job.get("time_scale", 1.0)),
             "settings": dict(job.get("settings") or {}),
             "time_scale": job.get("time_scale", 1.0),
             "hermes_home": home,
@@ -331,6 +333,9 @@ def parse_spec(raw: Any) -> dict[str, Any]:
         or not time_scale > 0
     ):
         raise SpecError(f"spec.time_scale={time_scale!r} is not valid; allowed: a number > 0")
+    pause_s = raw.get("pause_s", 0.0)
+    if isinstance(pause_s, bool) or not isinstance(pause_s, int | float) or not pause_s >= 0:
+        raise SpecError(f"spec.pause_s={pause_s!r} is not valid; allowed: a number of seconds >= 0")
     env = {**hermes_env(settings, float(time_scale)), **{k: str(v) for k, v in env.items()}}
     config = _merge(hermes_config(settings), config)
     return {
@@ -341,6 +346,7 @@ def parse_spec(raw: Any) -> dict[str, Any]:
         "provider": provider,
         "turns": turns,
         "rebuild_before": _rebuild_points(raw, len(turns)),
+        "pause_s": float(pause_s),
         "env": env,
         "config": config,
         "hermes_home": home,
@@ -378,6 +384,10 @@ def run_turns(spec: dict[str, Any], *, t_start: float, on_event: Any = None) -> 
     ok = True
     for index, message in enumerate(spec["turns"]):
         rebuild = None
+        if index > 0 and spec["pause_s"] > 0:
+            # The scenario's pause between turns (a user thinking), not synchronisation.
+            mark("pause", f"{spec['pause_s']:.3f} s")
+            time.sleep(spec["pause_s"])
         if index in spec["rebuild_before"]:
             rebuild = _rebuild(agent)
             mark("rebuild", f"replaced={rebuild['replaced']}")

@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.targets.base import CallResult, EventLog, Job, Target
+from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
 
 __all__ = [
     "BASELINE_TARGET",
@@ -166,10 +166,27 @@ class StackTarget(Target):
 
     name = BASELINE_TARGET
     apis = ("chat", "responses", "messages")
+    reusable = True
     mutant: ClassVar[str | None] = None
 
     def prepare(self) -> None:
-        import harness.client  # noqa: F401 - imported before "ready" so the baseline includes it
+        # The same warm-up as the reference target: a cold first call must not be what
+        # tells a mutant from the baseline.
+        from harness.targets.warmup import warm_up
+
+        warm_up(self._warm_call, apis=("chat", "responses"))
+
+    def _warm_call(self, base_url: str, api: str, stream: bool) -> None:
+        job = Job(
+            base_url=base_url,
+            api=api,
+            stream=stream,
+            messages=({"role": "user", "content": "warm up"},),
+        )
+        try:
+            self.call(job, EventLog())
+        except InvariantViolation:
+            pass  # the warm-up only pays start-up costs; invariants are judged on real jobs
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ClientSettings, ReferenceClient
@@ -188,6 +205,8 @@ class StackTarget(Target):
         ) as client:
             try:
                 for i in range(job.calls):
+                    if i > 0:
+                        pause_between_calls(job, log)
                     if job.rebuild_after is not None and i == job.rebuild_after:
                         client.rebuild()
                         log.mark("rebuild")
@@ -210,7 +229,7 @@ class StackTarget(Target):
         return CallResult(
             text=last.text,
             finish_reason=last.finish_reason,
-            attempts=last.attempts,
+            attempts=sum(r.attempts for r in replies),
             texts=tuple(r.text for r in replies),
         )
 

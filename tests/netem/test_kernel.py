@@ -179,18 +179,7 @@ def test_keepalive_alone_does_not_end_a_request_in_flight(netns) -> None:
 @pytest.mark.timeout(40)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_namespaces_are_removed_when_the_run_is_interrupted(netns, sig) -> None:
-    child = (
-        "import time\n"
-        "from harness.netem.kernel import NetnsPair\n"
-        "pair = NetnsPair()\n"
-        "pair.create()\n"
-        "print(pair.server_ns, pair.client_ns, flush=True)\n"
-        "time.sleep(30)  # waits to be interrupted by the test\n"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, cwd=str(PROJECT_ROOT)
-    )
-    names = set(proc.stdout.readline().split())
+    proc, names = _child_holding_a_pair()
     assert len(names) == 2 and names <= namespaces()
     proc.send_signal(sig)
     proc.wait(timeout=20)
@@ -200,20 +189,26 @@ def test_namespaces_are_removed_when_the_run_is_interrupted(netns, sig) -> None:
 @pytest.mark.netem
 @pytest.mark.timeout(40)
 def test_namespaces_of_a_killed_run_are_removed_by_cleanup_stale(netns) -> None:
+    proc, names = _child_holding_a_pair()
+    proc.kill()  # SIGKILL: no handler runs, the namespaces stay behind
+    proc.wait(timeout=20)
+    assert names <= namespaces()
+    assert names <= set(cleanup_stale())
+    assert not names & namespaces()
+
+
+def _child_holding_a_pair() -> tuple[subprocess.Popen[str], set[str]]:
+    """A child that creates a namespace pair, prints its two names and then waits 30 s
+    to be interrupted or killed by the test; returns it and the names."""
     child = (
         "import time\n"
         "from harness.netem.kernel import NetnsPair\n"
         "pair = NetnsPair()\n"
         "pair.create()\n"
         "print(pair.server_ns, pair.client_ns, flush=True)\n"
-        "time.sleep(30)  # waits to be killed by the test\n"
+        "time.sleep(30)  # waits to be interrupted or killed by the test\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, cwd=str(PROJECT_ROOT)
     )
-    names = set(proc.stdout.readline().split())
-    proc.kill()  # SIGKILL: no handler runs, the namespaces stay behind
-    proc.wait(timeout=20)
-    assert names <= namespaces()
-    assert names <= set(cleanup_stale())
-    assert not names & namespaces()
+    return proc, set(proc.stdout.readline().split())

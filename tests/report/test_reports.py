@@ -209,3 +209,14 @@ def test_relay_story_puts_the_upstream_close_wait_and_the_silent_client_leg_toge
     render_timeline(result, console=console)
     assert "CLOSE_WAIT on relay_upstream" in console.export_text()
     assert relay_story(RESULTS[0]) == []  # no relay: no story
+
+
+def test_relay_story_says_when_the_runner_killed_a_hung_target():
+    timeline = (
+        relay_event(100.020, "upstream_fin", leg="upstream"),
+        relay_event(100.021, "swallowed", leg="client"),
+        relay_event(103.100, "client_fin", leg="client"),
+    )
+    (line,) = relay_story(case(kind="hung", timeline=timeline, ceiling_s=3.0))
+    assert "until the runner killed the hung target (client_fin at 3100.0 ms)" in line
+    assert "state not sampled" in line

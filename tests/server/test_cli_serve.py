@@ -95,3 +95,30 @@ def test_serve_refuses_a_remote_host_without_allow_remote(
 
     assert serve(["--host", "0.0.0.0"]) == 2
     assert "allow_remote" in capsys.readouterr().err
+
+
+def test_serve_with_allow_remote_warns_visibly_that_the_host_is_reachable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from harness.server.cli_serve import serve
+
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails, nothing listens
+    assert serve("192.0.2.1", 0, None, 1.0, True) == 2
+    err = capsys.readouterr().err
+    assert "warning: binding to non-loopback host 192.0.2.1" in err
+    assert "reachable from the network" in err and "cannot listen" in err
+
+
+def test_library_remote_bind_logs_below_warning_so_namespace_runs_stay_quiet(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from harness.server import FaultServer
+    from harness.server.fault_server import ServerError
+
+    caplog.set_level(logging.DEBUG, logger="harness.server.fault_server")
+    with pytest.raises(ServerError, match="cannot listen"):
+        FaultServer(host="192.0.2.1", allow_remote=True).start()
+    notes = [r for r in caplog.records if "non-loopback" in r.getMessage()]
+    assert [r.levelno for r in notes] == [logging.INFO]

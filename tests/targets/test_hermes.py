@@ -91,12 +91,14 @@ def test_spec_from_job_repeats_the_user_message_per_call_and_rebuilds_after_n() 
         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}],
         "settings": {"first_byte_s": 4},
         "time_scale": 0.25,
+        "pause_s": 2,
     }
     spec = driver.spec_from_job(job, "/tmp/home")
     assert spec["turns"] == ["hi", "hi", "hi"]
     assert spec["rebuild_before"] == frozenset({2})
     assert spec["api_mode"] == "codex_responses"
     assert spec["env"]["HERMES_CODEX_TTFB_TIMEOUT_SECONDS"] == "1"
+    assert spec["pause_s"] == 0.5  # scaled like every scenario duration
 
 
 def test_spec_from_job_refuses_the_messages_api() -> None:

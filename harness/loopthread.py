@@ -1,0 +1,122 @@
+"""An asyncio event loop on its own daemon thread, started and stopped from sync code.
+
+The fault server and the relay both serve sockets from a background loop so that sync
+tests and the CLI can drive them. :class:`LoopThread` is that shared piece: ``start``
+runs a setup coroutine (bind, listen) on a fresh loop and returns once the loop is
+running, raising in the caller whatever the setup raised; ``stop`` runs a shutdown
+coroutine on the loop, stops it and joins the thread.
+
+    lt = LoopThread("relay")
+    lt.start(self._listen)                 # errors from _listen raise here
+    lt.call(self._sample_all(), timeout_s=5)
+    lt.stop(self._shutdown, timeout_s=5)   # idempotent
+
+Not here: what runs on the loop (``harness.server``, ``harness.relay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["LoopThread", "LoopThreadError"]
+
+T = TypeVar("T")
+
+
+class LoopThreadError(RuntimeError):
+    """The loop thread did not come up in time, or is not running."""
+
+
+class LoopThread:
+    """One event loop on one daemon thread; see the module docstring."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def running(self) -> bool:
+        return self.loop is not None and self.loop.is_running()
+
+    def start(
+        self, setup: Callable[[], Awaitable[None]], *, timeout_s: float | None = None
+    ) -> None:
+        """Start the thread, run ``setup()`` on its loop, return once the loop runs.
+
+        If ``setup`` raises, the thread ends and the exception is raised here; if it has
+        not finished within ``timeout_s`` (None: no limit), :class:`LoopThreadError`."""
+        ready = threading.Event()
+        failed: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._run, args=(setup, ready, failed), name=self.name, daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(timeout_s):
+            raise LoopThreadError(f"{self.name} did not start within {timeout_s} s")
+        if failed:
+            self._thread.join()
+            self._thread = self.loop = None
+            raise failed[0]
+
+    def call(self, coro: Coroutine[Any, Any, T], *, timeout_s: float | None = None) -> T:
+        """Run ``coro`` on the loop from another thread and return its result."""
+        if not self.running:
+            coro.close()
+            raise LoopThreadError(f"{self.name} is not running")
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)
+
+    def stop(
+        self,
+        shutdown: Callable[[], Awaitable[None]] | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Run ``shutdown()`` on the loop (if it is running), stop the loop, join the
+        thread. Idempotent."""
+        loop, thread = self.loop, self._thread
+        if loop is None or thread is None:
+            return
+        if loop.is_running():
+            if shutdown is not None:
+                asyncio.run_coroutine_threadsafe(_await(shutdown), loop).result(timeout_s)
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        self._thread = self.loop = None
+
+    def _run(
+        self,
+        setup: Callable[[], Awaitable[None]],
+        ready: threading.Event,
+        failed: list[BaseException],
+    ) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(_await(setup))
+        except BaseException as exc:  # reported to start(), raised there
+            failed.append(exc)
+            ready.set()
+            loop.close()
+            return
+        # ready only once run_forever runs: a stop() right after start() then finds
+        # the loop running and can stop it (else loop.stop would never be called)
+        loop.call_soon(ready.set)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+
+async def _await(fn: Callable[[], Awaitable[None]]) -> None:
+    await fn()
