@@ -3,6 +3,10 @@
 All selected cases run once, in parallel (``run_cases``), in a module fixture; each test
 then asserts its own case. So ``-k chat_mid_stream_stall`` runs just that case, and the
 whole catalog costs one parallel run instead of 70 sequential child processes.
+
+Under pytest-xdist every worker collects every item, so the fixture would run the whole
+catalog once per worker: the ``xdist_group`` mark (with ``--dist loadgroup``, as
+``ci/test`` runs it) sends all catalog cases to one worker, which runs them once.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ def catalog_results(request):
     return {f"{r.scenario}[{r.target}]": r for r in results}
 
 
+@pytest.mark.xdist_group("catalog")
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("case_id", IDS, ids=IDS)
 def test_catalog_case(case_id, catalog_results):

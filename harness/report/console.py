@@ -69,8 +69,9 @@ def render_console(
         )
         console.print(
             Text(
-                f"time_scale {run_scale:g}, except scenarios with a floor (kernel timers are real "
-                f"time; a relay adds latency): {', '.join(slower)}",
+                f"time_scale {run_scale:g}, except scenarios with a min_time_scale floor (kernel "
+                f"timers are real time, a relay adds latency, slow-but-alive margins): "
+                f"{', '.join(slower)}",
                 style="dim",
             )
         )

@@ -70,11 +70,13 @@ def test_close_delimited_fin_is_truncated_as_complete_for_the_bare_sdk(server):
 def test_error_records_detection_latency_from_the_server_timeline(server):
     s = make(
         "rst",
-        {"openai-sdk": "error:ReadError"},
+        # openai 2.x raises httpx's ReadError; 3.x wraps it in APIConnectionError
+        {"openai-sdk": "error:ReadError|APIConnectionError"},
         script={"rules": [{"fault": {"phase": "event:3", "action": "rst"}}]},
     )
     result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
-    assert result.outcome.label == "error(ReadError)", result.message
+    assert result.outcome.label in ("error(ReadError)", "error(APIConnectionError)"), result.message
+    assert result.matched
     assert result.latency_s is not None and 0 <= result.latency_s < 5
 
 
