@@ -115,6 +115,9 @@ class LoopThread:
             loop.run_forever()
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
+            # join the default executor's threads: work handed to them (a /proc read, a
+            # control-API reply) must not outlive the server or relay that started it
+            loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
 
 

@@ -148,6 +148,16 @@ class FaultServer:
     def wait_for(self, kind: str, *, timeout: float, count: int = 1) -> TimelineEvent:
         return self._core.timeline.wait_for(kind, timeout=timeout, count=count)
 
+    def settle(self, *, timeout: float = 5.0) -> None:
+        """Return once the server loop has run every callback scheduled so far.
+
+        asyncio records a connection as closed when ``transport.close()`` is called but
+        releases the socket's descriptor in a callback on a later loop turn; a leak check
+        after ``wait_for("closed")`` calls this first so it never counts that descriptor.
+        """
+        if self._loop_thread is not None:
+            self._loop_thread.call(_loop_turns(3), timeout_s=timeout)
+
     # ------------------------------------------------------------------ loop thread
 
     def _apply_listen_options(self) -> None:
@@ -179,6 +189,12 @@ class FaultServer:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await server.wait_closed()
+
+
+async def _loop_turns(n: int) -> None:
+    # Each sleep(0) yields one full loop turn, so callbacks queued by earlier ones run too.
+    for _ in range(n):
+        await asyncio.sleep(0)
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -327,6 +327,7 @@ def test_no_descriptor_or_thread_is_left_behind_after_many_faults(fault_server) 
     client.close()
     connections = {r.connection for r in fault_server.requests()}
     fault_server.wait_for("closed", timeout=10, count=len(connections))  # server legs gone too
+    fault_server.settle()  # asyncio releases a closed socket's descriptor a loop turn later
     after = probe()
     # the fault server's event loop may start its default-executor threads meanwhile
     assert {t for t in after.threads if not t.startswith("asyncio_")} == {
