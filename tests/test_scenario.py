@@ -296,3 +296,11 @@ def test_request_budget_can_be_overridden_per_target(tmp_path):
     bad = GOOD.format(name="case") + "\n[budget.max_requests_for]\ncurl = 2\n"
     err = error_for(tmp_path, bad)
     assert err.field == "budget.max_requests_for.curl" and "hermes" in err.allowed
+
+
+def test_experimental_scenarios_validate_too() -> None:
+    # Kept out of the default catalog (see each file's header) but still loadable.
+    from harness.scenario import CATALOG_DIR, load_catalog
+
+    names = [s.name for s in load_catalog(CATALOG_DIR / "experimental")]
+    assert "toxiproxy_proxy_down_between_calls" in names
