@@ -1,4 +1,4 @@
-"""Scenario files: load ``scenarios/*.toml`` into frozen, validated :class:`Scenario` objects.
+"""Scenario files: load ``harness/catalog/*.toml`` into frozen, validated :class:`Scenario` objects.
 
 A scenario is one reproducible transport failure (or one healthy-but-slow call that must
 *not* be killed): the request a target makes, the fault script the server plays, the
@@ -82,8 +82,8 @@ __all__ = [
     "select",
 ]
 
-#: The catalog shipped with the project (``scenarios/`` next to the package).
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+#: The catalog shipped inside the package (``harness/catalog/``, installed as package data).
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 APIS = ("chat", "responses", "messages")
 DEFAULT_MODEL = "test-model"
 DEFAULT_CEILING_S = 60.0
