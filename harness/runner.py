@@ -729,7 +729,7 @@ def _expected_text(records: Iterable[Any]) -> str | None:
 
 
 def _find_sentinel(text: str) -> str | None:
-    from harness.live.sentinels import find_sentinels
+    from harness.sentinels import find_sentinels
 
     findings = find_sentinels(text, where="reply")
     return findings[0].describe() if findings else None

@@ -1,39 +1,42 @@
-"""The live checks as reusable code: sequential chats judged strictly.
+"""The live checks through the in-process reference client: sequential chats judged
+strictly.
 
-One *sequence* is three chats through one reference client with a rebuild between the
-second and the third (the seed regression: a rebuilt client reused a closed transport
-and every later call failed). The tier runs a streaming and a non-streaming sequence.
-Each chat asks the model to echo an exact random word, so a correct answer is
-checkable, and a call counts as ok only when:
+The tier runs a streaming and a non-streaming sequence (:func:`plan_sequences`), each on
+its own :class:`harness.client.ReferenceClient`, and a call counts as ok only when:
 
 - it returned (a raised error is a failure, and its text is scanned for sentinels);
 - its reply is non-empty, its finish reason is stop or length, and neither the reply
   nor the log records captured during the call contain an error sentinel;
 - the reply contains the word.
 
-Results are plain frozen data (:class:`CaseResult`, :class:`LiveRun`) with every string
-already redacted, ready for the console, JSON, JUnit and Markdown writers. A case may
-carry an *expectation* of failure: the dry run uses that to prove the detector flags a
-sentinel the fault server injects into an otherwise successful reply.
-
-Not here: the provider config (``config``), the fault server set-up (``dry_run``),
-rendering (``report``).
+Not here: the data and the judge (``cases``), the provider config (``config``), the
+fault server set-up (``dry_run``), any other target (``targets``), rendering
+(``report``).
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.live.cases import (
+    CaseResult,
+    ChatCase,
+    Expectation,
+    LiveRun,
+    echo_prompt,
+    judge_reply,
+    not_run,
+    plan_sequences,
+    random_word,
+    redacted_findings,
+)
 from harness.live.config import LiveConfig
 from harness.live.redact import Redactor, redacted_logging
-from harness.live.sentinels import Finding, check_reply, scan_error, scan_records
+from harness.live.sentinels import Finding, scan_error, scan_records
 
 __all__ = [
     "CAPTURED_LOGGERS",
@@ -75,147 +78,6 @@ class ChatClient(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class Expectation:
-    """What a case must produce to count as a pass of the *run*: ``ok`` True for a healthy
-    call; ``ok`` False plus the finding names that must be among its findings."""
-
-    ok: bool = True
-    findings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ChatCase:
-    """One chat of a sequence. ``rebuild_before`` rebuilds the client before the call."""
-
-    name: str
-    word: str
-    stream: bool
-    rebuild_before: bool = False
-    api: str = "chat"
-    expect: Expectation = field(default_factory=Expectation)
-
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        return [{"role": "user", "content": echo_prompt(self.word)}]
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """What one chat did. Every string in it is redacted."""
-
-    name: str
-    ok: bool
-    findings: tuple[Finding, ...]
-    elapsed_s: float
-    stream: bool
-    expected_word: str
-    reply: str | None = None
-    finish_reason: str | None = None
-    attempts: int | None = None
-    error: str | None = None
-    expect: Expectation = field(default_factory=Expectation)
-
-    @property
-    def as_expected(self) -> bool:
-        """True when the case did what the run expected of it."""
-        if self.expect.ok:
-            return self.ok
-        names = {f.sentinel for f in self.findings}
-        return not self.ok and set(self.expect.findings) <= names
-
-    def summary(self) -> str:
-        """One line for tables: the reply when ok; else the error and what was found."""
-        if self.ok:
-            return f"ok ({self.reply!r})"
-        if self.error is None:
-            return "; ".join(f.describe() for f in self.findings) or "failed"
-        parts = [f"raised {_shorten(self.error)}"]
-        parts += [f.describe() for f in self.findings if f.where != "error"]
-        in_error = sorted({f.sentinel for f in self.findings if f.where == "error"} - {"raised"})
-        if in_error:
-            parts.append("sentinels in the error: " + ", ".join(in_error))
-        return "; ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "as_expected": self.as_expected,
-            "expected": {"ok": self.expect.ok, "findings": list(self.expect.findings)},
-            "findings": [f.to_dict() for f in self.findings],
-            "elapsed_s": round(self.elapsed_s, 4),
-            "stream": self.stream,
-            "expected_word": self.expected_word,
-            "reply": self.reply,
-            "finish_reason": self.finish_reason,
-            "attempts": self.attempts,
-            "error": self.error,
-        }
-
-
-@dataclass(frozen=True)
-class LiveRun:
-    """A whole tier run: ``mode`` is ``live`` or ``dry-run``."""
-
-    mode: str
-    model: str
-    base_url: str
-    cases: tuple[CaseResult, ...]
-    elapsed_s: float
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.cases) and all(c.as_expected for c in self.cases)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "model": self.model,
-            "base_url": self.base_url,
-            "ok": self.ok,
-            "elapsed_s": round(self.elapsed_s, 4),
-            "cases": [c.to_dict() for c in self.cases],
-        }
-
-
-def echo_prompt(word: str) -> str:
-    """A prompt whose only correct answer is ``word``."""
-    return (
-        "This is an automated connectivity check. Reply with exactly the following word "
-        f"and nothing else (no punctuation, no quotes): {word}"
-    )
-
-
-_SYLLABLES = ("ka", "lo", "mi", "ru", "te", "zo", "va", "ne", "pi", "su", "do", "fe")
-
-
-def random_word(rng: random.Random) -> str:
-    """A made-up word no model would produce by chance, e.g. ``kamirute4821``."""
-    return "".join(rng.choice(_SYLLABLES) for _ in range(4)) + str(rng.randrange(1000, 10000))
-
-
-def plan_sequences(
-    rng: random.Random, *, streams: Sequence[bool] = (True, False), chats: int = 3
-) -> list[list[ChatCase]]:
-    """One sequence per stream mode: ``chats`` chats, the client rebuilt before the last."""
-    sequences = []
-    for stream in streams:
-        label = "stream" if stream else "non-stream"
-        sequences.append(
-            [
-                ChatCase(
-                    name=f"{label}/chat-{i}",
-                    word=random_word(rng),
-                    stream=stream,
-                    rebuild_before=(i == chats and chats > 1),
-                )
-                for i in range(1, chats + 1)
-            ]
-        )
-    return sequences
-
-
 def make_reference_client(config: LiveConfig) -> ChatClient:
     """A :class:`harness.client.ReferenceClient` for ``config`` (imported lazily so the
     detector and redaction stay importable without the client stack)."""
@@ -245,14 +107,14 @@ def run_tier(
     results: list[CaseResult] = []
     for cases in sequences:
         if clock() >= deadline:
-            results.extend(_not_run(case, "run_ceiling") for case in cases)
+            results.extend(not_run(case, "run_ceiling") for case in cases)
             continue
         try:
             client = factory(config)
         # The cases of this sequence fail with the (redacted) reason; the run goes on.
         except Exception as exc:  # noqa: BLE001
             results.extend(
-                _not_run(case, "client_build_failed", redactor.error_text(exc)) for case in cases
+                not_run(case, "client_build_failed", redactor.error_text(exc)) for case in cases
             )
             continue
         try:
@@ -298,7 +160,7 @@ def run_cases(
     with redacted_logging(redactor):
         for case in cases:
             if run_deadline is not None and clock() >= run_deadline:
-                results.append(_not_run(case, "run_ceiling"))
+                results.append(not_run(case, "run_ceiling"))
                 continue
             results.append(_run_one(case, client, config, redactor, before_call, clock))
     return results
@@ -342,7 +204,7 @@ def _run_one(
             return CaseResult(
                 name=case.name,
                 ok=False,
-                findings=_redacted(findings, redactor),
+                findings=redacted_findings(findings, redactor),
                 elapsed_s=elapsed,
                 stream=case.stream,
                 expected_word=case.word,
@@ -353,13 +215,14 @@ def _run_one(
     elapsed = clock() - start
     text = getattr(reply, "text", None)
     finish = getattr(reply, "finish_reason", None)
-    findings = [*check_reply(text, finish, chunks=chunks or None), *scan_records(records)]
-    if text and text.strip() and not _contains_word(text, case.word):  # empty: flagged already
-        findings.append(Finding("wrong_content", "reply", None, f"expected {case.word!r}"))
+    findings = [
+        *judge_reply(text, finish, case.word, chunks=chunks or None),
+        *scan_records(records),
+    ]
     return CaseResult(
         name=case.name,
         ok=not findings,
-        findings=_redacted(findings, redactor),
+        findings=redacted_findings(findings, redactor),
         elapsed_s=elapsed,
         stream=case.stream,
         expected_word=case.word,
@@ -367,35 +230,6 @@ def _run_one(
         finish_reason=finish,
         attempts=getattr(reply, "attempts", None),
         expect=case.expect,
-    )
-
-
-def _not_run(case: ChatCase, reason: str, error: str | None = None) -> CaseResult:
-    why = error or "not started: the run's time budget is spent"
-    return CaseResult(
-        name=case.name,
-        ok=False,
-        findings=(Finding(reason, "error", None, _shorten(why, 120)),),
-        elapsed_s=0.0,
-        stream=case.stream,
-        expected_word=case.word,
-        error=error,
-        expect=case.expect,
-    )
-
-
-def _shorten(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _contains_word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text, re.I) is not None
-
-
-def _redacted(findings: list[Finding], redactor: Redactor) -> tuple[Finding, ...]:
-    return tuple(
-        Finding(f.sentinel, f.where, f.offset, redactor.redact(f.excerpt), f.chunk)
-        for f in findings
     )
 
 

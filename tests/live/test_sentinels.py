@@ -227,7 +227,7 @@ def test_an_unknown_where_is_rejected_with_the_allowed_values():
 
 
 def test_every_sentinel_is_documented_in_the_module_docstring():
-    import harness.live.sentinels as module
+    import harness.sentinels as module
 
     for sentinel in SENTINELS:
         assert sentinel.name in module.__doc__
