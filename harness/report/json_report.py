@@ -5,18 +5,29 @@ Format (``"format": 1``)::
     {"format": 1, "time_scale": 0.05, "shard": "1/2" | null,
      "summary": {"cases": N, "matched": N, "mismatched": N, "leaky": N},
      "results": [CaseResult.to_dict(), ...]}
+
+``harness scorecard`` adds ``"wall_s": {target: seconds}``, the measured run time of each
+target (:func:`load_wall_times` reads it back; other readers ignore it).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.report.common import summary_counts
 
-__all__ = ["FORMAT", "ReportError", "load_json", "merge_json", "render_json", "write_json"]
+__all__ = [
+    "FORMAT",
+    "ReportError",
+    "load_json",
+    "load_wall_times",
+    "merge_json",
+    "render_json",
+    "write_json",
+]
 
 FORMAT = 1
 
@@ -25,21 +36,47 @@ class ReportError(ValueError):
     """A report file cannot be read or merged; names the file and the problem."""
 
 
-def render_json(results: Sequence[Any], *, shard: str | None = None) -> dict[str, Any]:
+def render_json(
+    results: Sequence[Any],
+    *,
+    shard: str | None = None,
+    wall_s: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
     scales = sorted({r.time_scale for r in results})
-    return {
+    doc: dict[str, Any] = {
         "format": FORMAT,
         "time_scale": scales[0] if len(scales) == 1 else scales,
         "shard": shard,
         "summary": summary_counts(results),
-        "results": [r.to_dict() for r in results],
     }
+    if wall_s:
+        doc["wall_s"] = {t: round(float(s), 3) for t, s in wall_s.items()}
+    doc["results"] = [r.to_dict() for r in results]
+    return doc
 
 
-def write_json(path: str | Path, results: Sequence[Any], *, shard: str | None = None) -> None:
+def write_json(
+    path: str | Path,
+    results: Sequence[Any],
+    *,
+    shard: str | None = None,
+    wall_s: Mapping[str, float] | None = None,
+) -> None:
     Path(path).write_text(
-        json.dumps(render_json(results, shard=shard), indent=2, default=str) + "\n"
+        json.dumps(render_json(results, shard=shard, wall_s=wall_s), indent=2, default=str) + "\n"
     )
+
+
+def load_wall_times(path: str | Path) -> dict[str, float]:
+    """The ``wall_s`` table of a report written by ``harness scorecard`` (else empty)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: not a JSON report: {exc}") from None
+    wall = data.get("wall_s") if isinstance(data, dict) else None
+    if not isinstance(wall, dict):
+        return {}
+    return {str(t): float(s) for t, s in wall.items() if isinstance(s, int | float)}
 
 
 def load_json(path: str | Path) -> list[Any]:

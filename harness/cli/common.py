@@ -1,0 +1,311 @@
+"""What the ``harness`` commands share: exit codes, the usage error, the scenario and
+target selection options, report-path checks, the progress bar and the stdout console.
+
+Report paths are checked *before* any case runs (:func:`check_report_paths`): a run
+that would end by failing to write its report fails at once instead, naming the path.
+
+Not here: any one command (the sibling modules), running or rendering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "EXIT_INPUT",
+    "EXIT_MISMATCH",
+    "EXIT_OK",
+    "PASSTHROUGH",
+    "UsageError",
+    "add_passthrough",
+    "add_report_options",
+    "add_selection",
+    "add_target_options",
+    "check_out_dir",
+    "check_report_paths",
+    "exclude",
+    "input_errors",
+    "load_scenarios",
+    "optional",
+    "out_console",
+    "run_with_progress",
+    "selected_targets",
+    "time_scale",
+]
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_INPUT = 2
+
+#: Commands that parse their own options (``harness live --help`` is theirs): name -> func.
+PASSTHROUGH: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+_TIME_SCALE_HELP = (
+    "multiply every scenario duration by this factor: 1.0 replays real provider timings "
+    "(reproduce a hang), 0.01 is fast CI (default: $HARNESS_TIME_SCALE, else {default})"
+)
+
+
+class UsageError(Exception):
+    """Bad input from the user; printed as one line, exit 2."""
+
+
+# --------------------------------------------------------------------------- options
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None:
+    """``--target``, ``--time-scale`` and ``--scenarios-dir``."""
+    from harness.runner import DEFAULT_TIME_SCALE
+    from harness.targets import TARGETS
+
+    parser.add_argument(
+        "--target",
+        "-t",
+        action="append",
+        metavar="TARGET",
+        help=f"target to run (repeatable): {', '.join(sorted(TARGETS))}, mutant:NAME or "
+        f"package.module:Class; default: {default}",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        metavar="X",
+        help=_TIME_SCALE_HELP.format(default=DEFAULT_TIME_SCALE),
+    )
+    parser.add_argument(
+        "--scenarios-dir", metavar="DIR", help="scenario directory (default: the catalog)"
+    )
+
+
+def add_selection(parser: argparse.ArgumentParser, *, default_targets: str) -> None:
+    """What ``harness run`` and ``harness scorecard`` select: scenarios (names or globs),
+    ``--exclude``, targets, ``--time-scale``, ``--scenarios-dir``, ``--jobs``, ``--quiet``."""
+    from harness.runner import DEFAULT_JOBS
+
+    parser.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO|PATTERN",
+        help="scenario names, globs (e.g. 'stall_*') or .toml files; default: all",
+    )
+    add_target_options(parser, default=default_targets)
+    parser.add_argument(
+        "--exclude",
+        "-x",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="leave out scenarios matching this glob (repeatable), e.g. 'kernel_*'",
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=DEFAULT_JOBS,
+        help=f"cases run in parallel (default {DEFAULT_JOBS})",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def add_report_options(parser: argparse.ArgumentParser, *, json_help: str) -> None:
+    parser.add_argument("--json", metavar="FILE", help=json_help)
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+
+
+def add_passthrough(
+    commands: Any, name: str, func: Callable[[argparse.Namespace], int], *, help: str
+) -> None:
+    """A command whose options are its own (``harness NAME --help`` reaches it)."""
+    parser = commands.add_parser(
+        name, help=help, add_help=False, description=f"{help} (options: harness {name} --help)."
+    )
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.set_defaults(func=func)
+    PASSTHROUGH[name] = func
+
+
+# --------------------------------------------------------------------------- report paths
+
+
+def check_report_paths(
+    args: argparse.Namespace, options: Sequence[str] = ("json", "junit", "markdown")
+) -> None:
+    """Raise :class:`UsageError` naming the first ``--OPTION PATH`` that cannot be written.
+
+    The probe opens the file for appending (what a write needs: the directory exists and
+    is writable, the path is not a directory, the file system is not read-only) and
+    removes it again if it did not exist, so a failed check leaves nothing behind."""
+    for option in options:
+        value = getattr(args, option.replace("-", "_"), None)
+        if value:
+            problem = _file_problem(Path(value))
+            if problem is not None:
+                raise UsageError(f"--{option} {value}: {problem}")
+
+
+def check_out_dir(value: str, *, option: str = "--out") -> Path:
+    """Create the output directory ``value`` if needed and check it can hold files."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {value}: not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {value}: cannot write there: {_reason(exc)}") from None
+    return path
+
+
+def _file_problem(path: Path) -> str | None:
+    if path.is_dir():
+        return "is a directory; allowed: a file path"
+    parent = path.parent
+    if not parent.exists():
+        return f"cannot write: no such directory {str(parent)!r}"
+    if not parent.is_dir():
+        return f"cannot write: {str(parent)!r} is not a directory"
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"cannot write: {_reason(exc)}"
+    if not existed:
+        os.unlink(path)
+    return None
+
+
+def _reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def load_scenarios(args: argparse.Namespace, patterns: Sequence[str] | None = None) -> list[Any]:
+    """Scenarios named by ``patterns`` (default: ``args.scenarios``): ``.toml`` files as
+    they are, names and globs from ``--scenarios-dir`` or the catalog."""
+    from harness.scenario import CATALOG_DIR, load_catalog, load_scenario, select
+
+    if patterns is None:
+        patterns = getattr(args, "scenarios", None) or []
+    patterns = list(patterns)
+    files = [p for p in patterns if p.endswith(".toml") and Path(p).is_file()]
+    names = [p for p in patterns if p not in files]
+    scenarios = [load_scenario(p) for p in files]
+    if names or not files:
+        catalog = load_catalog(args.scenarios_dir or CATALOG_DIR)
+        scenarios += select(catalog, names)
+    return scenarios
+
+
+def exclude(scenarios: list[Any], patterns: Sequence[str]) -> list[Any]:
+    return [s for s in scenarios if not any(fnmatch.fnmatchcase(s.name, p) for p in patterns)]
+
+
+def selected_targets(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
+    """``--target`` values (default ``default``, else the runner's), each one checked."""
+    from harness.runner import DEFAULT_TARGETS
+    from harness.targets import TARGETS, is_target
+
+    targets = args.target or list(default or DEFAULT_TARGETS)
+    for t in targets:
+        if not is_target(t):
+            raise UsageError(
+                f"--target {t!r} is not valid; allowed: {', '.join(sorted(TARGETS))}, "
+                "mutant:NAME or package.module:Class"
+            )
+    return list(dict.fromkeys(targets))
+
+
+def time_scale(args: argparse.Namespace) -> float:
+    from harness.environment import read_environment
+    from harness.runner import DEFAULT_TIME_SCALE
+
+    if args.time_scale is not None:
+        value = args.time_scale
+    else:
+        value = read_environment().time_scale or DEFAULT_TIME_SCALE
+    if not 0 < value <= 100:
+        raise UsageError(f"--time-scale {value!r} is not valid; allowed: a number > 0 and <= 100")
+    return value
+
+
+# --------------------------------------------------------------------------- output
+
+
+def run_with_progress(
+    cases: Sequence[Any], settings: Any, *, quiet: bool, label: str = "running"
+) -> list[Any]:
+    """Run ``cases`` with a transient progress bar on stderr (none with ``quiet``)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harness.runner import run_cases
+
+    if quiet:
+        return run_cases(cases, settings=settings)
+    with Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=len(cases))
+
+        def on_result(result: Any) -> None:
+            mark = "" if result.matched else " [red]MISMATCH[/]"
+            progress.update(
+                task,
+                advance=1,
+                description=f"{result.scenario} [{result.target}] {result.outcome.label}{mark}",
+            )
+
+        return run_cases(cases, settings=settings, on_result=on_result)
+
+
+def out_console() -> Any:
+    """stdout console; not a terminal (CI logs, pipes): wide enough for the matrix."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and console.width < 160:
+        console = Console(width=160)
+    return console
+
+
+def optional(module: str, name: str, *, what: str) -> Any:
+    """``module.name``, or a :class:`UsageError` saying ``what`` is not in this build."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            raise UsageError(
+                f"{what} is not available in this build ({module} is missing)"
+            ) from None
+        raise
+    func = getattr(mod, name, None)
+    if func is None:
+        raise UsageError(f"{what} is not available in this build ({module}.{name} is missing)")
+    return func
+
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that are the user's input at fault: one line, exit 2."""
+    from harness.environment import EnvironmentError_
+    from harness.report.json_report import ReportError
+    from harness.scenario import ScenarioError
+
+    return (ScenarioError, ReportError, EnvironmentError_, ValueError)

@@ -1,0 +1,55 @@
+"""``harness report merge``: work with saved JSON reports.
+
+Not here: the report formats (``harness.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.cli.common import (
+    EXIT_INPUT,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    add_report_options,
+    check_report_paths,
+    out_console,
+)
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="work with JSON reports",
+        description="Work with JSON reports written by 'harness run --json'.",
+    )
+    report_commands = report.add_subparsers(title="report commands", metavar="COMMAND")
+    merge = report_commands.add_parser(
+        "merge",
+        help="merge JSON shards into one report",
+        description="Merge the JSON reports of 'harness run --shard K/N' "
+        "runs; exit 1 if any case mismatched.",
+    )
+    merge.add_argument("files", nargs="+", metavar="SHARD.json")
+    add_report_options(merge, json_help="write the merged JSON report")
+    merge.set_defaults(func=cmd_merge)
+    report.set_defaults(func=lambda _args: (report.print_help(), EXIT_INPUT)[1])
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.report import merge_json, render_console, write_junit, write_markdown
+    from harness.report.json_report import write_json
+
+    check_report_paths(args)
+    results = merge_json(args.files)
+    render_console(results, console=out_console(), title=f"merged {len(args.files)} report(s)")
+    if args.json:
+        write_json(args.json, results)
+    if args.junit:
+        write_junit(args.junit, results)
+    if args.markdown:
+        write_markdown(args.markdown, results)
+    return EXIT_OK if all(r.matched for r in results) else EXIT_MISMATCH

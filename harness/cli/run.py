@@ -1,0 +1,151 @@
+"""``harness run``, ``harness list`` and ``harness explain``: the catalog against targets.
+
+Not here: the runner (``harness.runner``), rendering (``harness.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from harness.cli.common import (
+    EXIT_MISMATCH,
+    EXIT_OK,
+    UsageError,
+    add_report_options,
+    add_selection,
+    add_target_options,
+    check_report_paths,
+    exclude,
+    load_scenarios,
+    out_console,
+    run_with_progress,
+    selected_targets,
+    time_scale,
+)
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run scenarios against targets and print the matrix",
+        description="Run catalog scenarios on the embedded fault server against "
+        "each target; with no SCENARIO, the whole catalog.",
+    )
+    add_selection(run, default_targets="reference and openai-sdk")
+    run.add_argument(
+        "--shard", metavar="K/N", help="run the K-th of N deterministic slices of the cases"
+    )
+    add_report_options(run, json_help="write the JSON report (mergeable shards)")
+    run.add_argument(
+        "--fail-on-leaks",
+        action="store_true",
+        help="also exit 1 when a case leaves descriptors, threads or sockets behind",
+    )
+    run.add_argument(
+        "--dump-stacks",
+        action="store_true",
+        help="before stopping a hung target, print where its threads were stuck",
+    )
+    run.set_defaults(func=cmd_run)
+
+    lst = commands.add_parser(
+        "list", help="list the catalog", description="List catalog scenarios."
+    )
+    lst.add_argument(
+        "--scenarios-dir", metavar="DIR", help="scenario directory (default: the catalog)"
+    )
+    lst.set_defaults(func=cmd_list)
+
+    explain = commands.add_parser(
+        "explain",
+        help="run one scenario and print its timeline",
+        description="Run one scenario and print server and client events on "
+        "one time axis, the fault marked.",
+    )
+    explain.add_argument("scenario", metavar="SCENARIO")
+    add_target_options(explain, default="reference and openai-sdk")
+    explain.set_defaults(func=cmd_explain)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.report import render_console, write_junit, write_markdown
+    from harness.report.json_report import write_json
+    from harness.runner import RunSettings, Shard, plan
+
+    check_report_paths(args)  # before any case runs: a bad path costs nothing
+    scenarios = exclude(load_scenarios(args), args.exclude)
+    shard = Shard.parse(args.shard) if args.shard else None
+    settings = RunSettings(
+        time_scale=time_scale(args),
+        jobs=args.jobs,
+        keep_timeline=bool(args.json),
+        dump_hung_stacks=args.dump_stacks,
+    )
+    cases = plan(scenarios, selected_targets(args), shard=shard)
+    if not cases:
+        raise UsageError(
+            "no case to run: no selected scenario has an expectation for the chosen targets"
+        )
+    results = run_with_progress(cases, settings, quiet=args.quiet)
+    render_console(
+        results,
+        console=out_console(),
+        title=f"time_scale={settings.time_scale}" + (f"  shard {shard}" if shard else ""),
+    )
+    if args.json:
+        write_json(args.json, results, shard=str(shard) if shard else None)
+    if args.junit:
+        write_junit(args.junit, results)
+    if args.markdown:
+        write_markdown(args.markdown, results)
+    failed = any(not r.matched for r in results)
+    if args.fail_on_leaks:
+        failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
+    return EXIT_MISMATCH if failed else EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    scenarios = load_scenarios(args, patterns=[])
+    out = out_console()
+    for s in scenarios:
+        api = f"{s.api}{' stream' if s.stream else ' (no stream)'}"
+        refs = " ".join(
+            dict.fromkeys(m for r in s.references for m in re.findall(r"#\d+|cac9db7caf|codex", r))
+        )
+        expected = "  ".join(f"{t}={e}" for t, e in s.expected.items())
+        out.print(f"[bold]{s.name}[/]  [dim]{api}  {refs}[/]")
+        out.print(f"    {escape(s.summary)}", highlight=False)
+        out.print(f"    [dim]expected:[/] {escape(expected)}", highlight=False)
+    out.print(f"{len(scenarios)} scenarios")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from harness.report import render_timeline
+    from harness.runner import RunSettings, plan, run_cases
+
+    scenarios = load_scenarios(args, patterns=[args.scenario])
+    if len(scenarios) != 1:
+        raise UsageError(
+            f"explain takes one scenario; {args.scenario!r} matches "
+            f"{', '.join(s.name for s in scenarios)}"
+        )
+    settings = RunSettings(time_scale=time_scale(args), jobs=1, dump_hung_stacks=True)
+    targets = selected_targets(args)
+    cases = plan(scenarios, targets)
+    if not cases:
+        raise UsageError(f"{scenarios[0].name} has no expectation for {', '.join(targets)}")
+    out = out_console()
+    out.print(f"[bold]{scenarios[0].name}[/]: {scenarios[0].summary}")
+    if scenarios[0].references:
+        out.print(f"references: {', '.join(scenarios[0].references)}")
+    results = run_cases(cases, settings=settings)
+    for result in results:
+        render_timeline(result, console=out)
+    return EXIT_OK if all(r.matched for r in results) else EXIT_MISMATCH

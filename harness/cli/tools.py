@@ -1,0 +1,89 @@
+"""``harness serve``, ``harness bench``, ``harness live`` and ``harness mutants``: thin
+wiring to modules that own their options (loaded only when the command runs).
+
+Not here: the fault server (``harness.server``), the benchmarks (``harness.bench``),
+the live tier (``harness.live``), mutation testing (``harness.mutants_cli``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.cli.common import UsageError, add_passthrough, optional
+
+__all__ = ["register"]
+
+_BENCHMARKS = {
+    "server": ("harness.bench.server", "run_server_bench"),
+    "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
+    "netem": ("harness.bench.netem", "main"),
+}
+
+
+def register(commands: Any) -> None:
+    from harness.server.cli_serve import add_arguments as add_serve_arguments
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the fault server on its own",
+        description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
+        "point any OpenAI client at the printed base URL.",
+    )
+    add_serve_arguments(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    bench = commands.add_parser(
+        "bench",
+        help="benchmarks: server, watchdog, netem",
+        description="Run a benchmark and print ours-vs-baseline tables.",
+    )
+    bench.add_argument("which", choices=tuple(_BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark")
+    bench.set_defaults(func=cmd_bench)
+
+    add_passthrough(
+        commands, "live", cmd_live, help="the live tier (real provider), or --dry-run locally"
+    )
+    add_passthrough(
+        commands,
+        "mutants",
+        cmd_mutants,
+        help="run the catalog against known-bad stacks; kills and score",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    serve = optional("harness.server.cli_serve", "serve", what="harness serve")
+    argument_error = optional("harness.server.cli_serve", "argument_error", what="harness serve")
+    if not 0 < args.time_scale <= 100:
+        raise UsageError(
+            f"--time-scale {args.time_scale!r} is not valid; allowed: a number > 0 and <= 100"
+        )
+    problem = argument_error(args)
+    if problem is not None:
+        raise UsageError(problem)
+    return int(serve(args.host, args.port, args.script, args.time_scale, args.allow_remote) or 0)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    module, name = _BENCHMARKS[args.which]
+    func = optional(module, name, what=f"harness bench {args.which}")
+    return int(func(list(args.rest)) or 0)
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    main_live = optional("harness.live.cli_live", "main", what="harness live")
+    return int(main_live(list(args.rest)) or 0)
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    add_arguments = optional("harness.mutants_cli", "add_arguments", what="harness mutants")
+    run_mutants = optional("harness.mutants_cli", "run_mutants", what="harness mutants")
+    parser = argparse.ArgumentParser(
+        prog="harness mutants",
+        description="Run the catalog against known-bad variants of the "
+        "reference stack; print kills and the mutation score.",
+    )
+    add_arguments(parser)
+    return int(run_mutants(parser.parse_args(list(args.rest))) or 0)

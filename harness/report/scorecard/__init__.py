@@ -1,0 +1,192 @@
+"""The scorecard: every target's verdict on every scenario, with totals and run time.
+
+:func:`build_scorecard` turns :class:`~harness.runner.CaseResult` lists (a fresh run or
+saved JSON reports) into a :class:`Scorecard`; :func:`write_scorecard` writes it as
+``scorecard.md`` (the table, for a README or a PR), ``scorecard.png`` (the verdict
+grid, scenario x target, with per-target totals and run time; matplotlib, Agg) and a
+self-contained ``scorecard.html`` (inline CSS, the picture embedded as base64).
+
+A cell's *verdict* is the scenario contract's judgement of the case (``pass``: the
+complete answer with every check clean; ``safe``: bounded, a clean typed error, the
+required checks clean; ``fail``: anything else, with the failed checks named), read from
+``CaseResult.verdict`` / ``failed_checks``. Cases that did not run have no verdict:
+``n/a`` (the target does not speak the scenario's API) and ``skipped`` (a tier's
+prerequisite is missing); a result from before verdicts existed shows ``?``.
+
+Run time per target is the wall time of its run when the command measured it, else the
+sum of its cases' times (a hung case counts its ceiling).
+
+Not here: running cases (``harness.runner``), the command (``harness.cli.scorecard``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "NO_VERDICT",
+    "VERDICTS",
+    "Cell",
+    "Scorecard",
+    "TargetTotals",
+    "build_scorecard",
+    "cell_text",
+    "write_scorecard",
+]
+
+#: The contract's verdicts, best first.
+VERDICTS = ("pass", "safe", "fail")
+#: Cells without a verdict: not run (n/a, skipped) or from a report without verdicts.
+NO_VERDICT = ("n/a", "skipped", "?")
+DEFAULT_TITLE = "Transport fault scorecard"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One scenario x target case as the scorecard shows it."""
+
+    scenario: str
+    target: str
+    verdict: str
+    outcome: str
+    failed_checks: tuple[str, ...] = ()
+    expected: str = ""
+    matched: bool = True
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TargetTotals:
+    target: str
+    counts: Mapping[str, int]
+    run_s: float
+    #: ``wall``: measured around the target's run; ``cases``: the sum of case times.
+    run_time_kind: str = "cases"
+
+    @property
+    def cases(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    title: str
+    targets: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    cells: Mapping[tuple[str, str], Cell]
+    totals: tuple[TargetTotals, ...]
+    time_scale: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def cell(self, scenario: str, target: str) -> Cell | None:
+        return self.cells.get((scenario, target))
+
+
+def build_scorecard(
+    results: Sequence[Any],
+    *,
+    wall_s: Mapping[str, float] | None = None,
+    title: str = DEFAULT_TITLE,
+    notes: Sequence[str] = (),
+) -> Scorecard:
+    """A :class:`Scorecard` of ``results``; ``wall_s`` gives measured run times per target."""
+    from harness.report.console import short_label
+
+    targets = tuple(dict.fromkeys(r.target for r in results))
+    scenarios = tuple(sorted(dict.fromkeys(r.scenario for r in results)))
+    cells: dict[tuple[str, str], Cell] = {}
+    for r in results:
+        cells[(r.scenario, r.target)] = Cell(
+            scenario=r.scenario,
+            target=r.target,
+            verdict=verdict_of(r),
+            outcome=short_label(r.outcome),
+            failed_checks=tuple(getattr(r, "failed_checks", None) or ()),
+            expected=str(r.expected or ""),
+            matched=bool(r.matched),
+            message=str(r.message or ""),
+        )
+    totals = []
+    for target in targets:
+        mine = [r for r in results if r.target == target]
+        counts = {v: 0 for v in (*VERDICTS, *NO_VERDICT)}
+        for r in mine:
+            counts[cells[(r.scenario, r.target)].verdict] += 1
+        measured = (wall_s or {}).get(target)
+        run_s = float(measured) if measured is not None else sum(_case_s(r) for r in mine)
+        totals.append(
+            TargetTotals(
+                target=target,
+                counts=counts,
+                run_s=run_s,
+                run_time_kind="wall" if measured is not None else "cases",
+            )
+        )
+    scales = {r.time_scale for r in results}
+    return Scorecard(
+        title=title,
+        targets=targets,
+        scenarios=scenarios,
+        cells=cells,
+        totals=tuple(totals),
+        time_scale=min(scales) if scales else None,
+        notes=tuple(notes),
+    )
+
+
+def verdict_of(result: Any) -> str:
+    """The cell verdict of one result (see the module docstring)."""
+    kind = result.outcome.kind
+    if kind == "not_applicable":
+        return "n/a"
+    if kind == "skipped":
+        return "skipped"
+    verdict = getattr(result, "verdict", None)
+    return verdict if verdict in VERDICTS else "?"
+
+
+def cell_text(cell: Cell, *, limit: int = 0) -> str:
+    """What a grid cell says: the outcome, and for a fail the first failed check."""
+    if cell.verdict in ("n/a", "skipped"):
+        return cell.verdict
+    text = cell.outcome
+    if text.startswith("error(") and text.rstrip("↻").endswith(")"):
+        text = text[len("error(") :].replace(")", "", 1)
+    if cell.verdict == "fail" and cell.failed_checks:
+        text += f" · {cell.failed_checks[0]}"
+        if len(cell.failed_checks) > 1:
+            text += f" +{len(cell.failed_checks) - 1}"
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def write_scorecard(out_dir: str | Path, scorecard: Scorecard) -> dict[str, Path]:
+    """Write ``scorecard.md``, ``scorecard.png`` and ``scorecard.html`` into ``out_dir``."""
+    from harness.report.scorecard.html import render_html
+    from harness.report.scorecard.markdown import render_markdown
+    from harness.report.scorecard.picture import render_png
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    png = render_png(scorecard)
+    paths = {
+        "md": out / "scorecard.md",
+        "png": out / "scorecard.png",
+        "html": out / "scorecard.html",
+    }
+    paths["png"].write_bytes(png)
+    paths["md"].write_text(render_markdown(scorecard, picture="scorecard.png"), encoding="utf-8")
+    paths["html"].write_text(render_html(scorecard, png=png), encoding="utf-8")
+    return paths
+
+
+def _case_s(result: Any) -> float:
+    if result.elapsed_s is not None:
+        return float(result.elapsed_s)
+    if result.outcome.kind == "hung":
+        return float(result.ceiling_s)
+    return 0.0

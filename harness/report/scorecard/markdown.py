@@ -1,0 +1,57 @@
+"""The scorecard as Markdown: totals per target, then the verdict grid."""
+
+from __future__ import annotations
+
+from harness.report.common import fmt_seconds
+from harness.report.scorecard import Cell, Scorecard
+
+__all__ = ["MARKS", "render_markdown"]
+
+MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌", "n/a": "➖", "skipped": "⏭️", "?": "❔"}
+
+
+def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
+    lines = [f"## {scorecard.title}", ""]
+    if picture:
+        lines += [f"![{scorecard.title}]({picture})", ""]
+    lines += [
+        "✅ pass: the complete answer, every check clean · 🟡 safe: bounded, a clean typed "
+        "error, the required checks clean · ❌ fail: anything else (failed checks named) · "
+        "➖ n/a: the target does not speak the API · ⏭️ skipped: a tier's prerequisite is "
+        "missing",
+        "",
+        "| target | pass | safe | fail | not run | run time |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for t in scorecard.totals:
+        c = t.counts
+        not_run = c.get("n/a", 0) + c.get("skipped", 0) + c.get("?", 0)
+        kind = "" if t.run_time_kind == "wall" else " (sum of cases)"
+        lines.append(
+            f"| {t.target} | {c.get('pass', 0)} | {c.get('safe', 0)} | {c.get('fail', 0)} "
+            f"| {not_run} | {fmt_seconds(t.run_s)}{kind} |"
+        )
+    lines += [
+        "",
+        "| scenario | " + " | ".join(scorecard.targets) + " |",
+        "|---|" + "---|" * len(scorecard.targets),
+    ]
+    for name in scorecard.scenarios:
+        cells = [_cell(scorecard.cell(name, t)) for t in scorecard.targets]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if scorecard.time_scale is not None:
+        lines += ["", f"time_scale {scorecard.time_scale:g}."]
+    lines += [f"{note}" for note in scorecard.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    mark = MARKS.get(cell.verdict, "❔")
+    if cell.verdict in ("n/a", "skipped"):
+        return mark
+    text = f"{mark} `{cell.outcome}`"
+    if cell.failed_checks:
+        text += " (" + ", ".join(cell.failed_checks) + ")"
+    return text.replace("|", "\\|")
