@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -167,3 +168,144 @@ def test_console_script_runs_without_arguments_help():
     )
     assert proc.returncode == EXIT_INPUT
     assert "usage: harness" in proc.stdout
+
+
+# --------------------------------------------------------------------------- report paths
+
+
+def bad_paths(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Unwritable report paths that stay unwritable as root (the CI user)."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    return {
+        "missing-dir": (tmp_path / "no" / "such" / "r.json", "no such directory"),
+        "a-directory": (tmp_path, "is a directory"),
+        "under-a-file": (a_file / "r.json", "is not a directory"),
+    }
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown"])
+@pytest.mark.parametrize("shape", ["missing-dir", "a-directory", "under-a-file"])
+def test_an_unwritable_report_path_exits_2_before_any_case_runs(tmp_path, capsys, option, shape):
+    path, reason = bad_paths(tmp_path)[shape]
+    # A broken scenario directory: had the catalog been loaded (let alone run) first, the
+    # error would name the scenario file instead of the report path.
+    broken = tmp_path / "scenarios"
+    broken.mkdir()
+    (broken / "broken.toml").write_text('name = "broken"\ncolour = "red"\n')
+    code = main(["run", "--scenarios-dir", str(broken), *FAST, option, str(path)])
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT
+    assert err.strip() == f"harness: error: {option} {path}: {err.split(': ', 3)[-1].strip()}"
+    assert reason in err and "broken.toml" not in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_path_check_leaves_no_file_behind_and_keeps_an_existing_one(tmp_path, capsys):
+    from harness.cli.common import check_report_paths
+
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    old.write_text("keep me")
+    check_report_paths(argparse.Namespace(json=str(new), junit=str(old), markdown=None))
+    assert not new.exists() and old.read_text() == "keep me"
+
+
+def test_report_merge_and_scorecard_check_their_paths_too(tmp_path, capsys):
+    path, _ = bad_paths(tmp_path)["missing-dir"]
+    assert main(["report", "merge", "whatever.json", "--junit", str(path)]) == EXIT_INPUT
+    assert f"--junit {path}: cannot write" in capsys.readouterr().err
+    a_file = tmp_path / "a_file"
+    assert main(["scorecard", "--out", str(a_file), "--from", "whatever.json"]) == EXIT_INPUT
+    assert f"--out {a_file}: not a directory" in capsys.readouterr().err
+
+
+def test_a_bad_report_path_from_the_console_script_is_one_line_and_fast(tmp_path):
+    import time
+
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--json", str(tmp_path / "x" / "r.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    took = time.monotonic() - start
+    assert proc.returncode == EXIT_INPUT and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "no such directory" in proc.stderr
+    print(f"bad report path: exit 2 after {took:.2f} s")  # the README's figure, not a bound
+
+
+# --------------------------------------------------------------------------- scorecard
+
+
+@pytest.mark.timeout(120)
+def test_scorecard_runs_each_target_and_writes_the_files_then_rerenders_them(tmp_path, capsys):
+    d = scenario_dir(tmp_path / "s", healthy_a="ok")
+    (d / "healthy_a.toml").write_text(
+        HEALTHY.format(name="healthy_a", expected="ok") + 'reference = "ok"\n'
+    )
+    out = tmp_path / "card"
+    code = main(
+        [
+            "scorecard",
+            "--scenarios-dir",
+            str(d),
+            "-t",
+            "reference",
+            "-t",
+            "openai-sdk",
+            *FAST,
+            "--out",
+            str(out),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == EXIT_OK, printed
+    for name in ("scorecard.md", "scorecard.png", "scorecard.html", "scorecard.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert "reference:" in printed and "openai-sdk:" in printed
+    md = (out / "scorecard.md").read_text()
+    assert "| healthy_a |" in md and "| reference |" in md and "| openai-sdk |" in md
+    wall = json.loads((out / "scorecard.json").read_text())["wall_s"]
+    assert set(wall) == {"reference", "openai-sdk"} and all(s > 0 for s in wall.values())
+
+    again = tmp_path / "again"
+    code = main(
+        ["scorecard", "--from", str(out / "scorecard.json"), "-t", "reference", "--out", str(again)]
+    )
+    assert code == EXIT_OK
+    md = (again / "scorecard.md").read_text()
+    assert "| reference |" in md and "| openai-sdk |" not in md
+    assert "(sum of cases)" not in md  # the measured wall time came along
+
+
+def test_the_help_texts_restate_the_runners_defaults_exactly():
+    from harness.cli.common import DEFAULT_TIME_SCALE_TEXT
+    from harness.runner import DEFAULT_TIME_SCALE
+
+    assert float(DEFAULT_TIME_SCALE_TEXT) == DEFAULT_TIME_SCALE
+
+
+def test_adding_a_command_is_one_module_with_register(monkeypatch, capsys):
+    import types
+
+    import harness.cli as cli
+
+    module = types.ModuleType("harness_test_hello")
+
+    def register(commands):
+        hello = commands.add_parser("hello", help="say hello")
+        hello.set_defaults(func=lambda args: print("hello") or EXIT_OK)
+
+    module.register = register
+    monkeypatch.setitem(sys.modules, "harness_test_hello", module)
+    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "harness_test_hello"))
+    assert main(["hello"]) == EXIT_OK
+    assert capsys.readouterr().out == "hello\n"
+
+
+def test_every_cli_module_stays_under_400_lines():
+    import harness.cli as cli
+
+    for path in Path(cli.__file__).parent.glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 400, path.name

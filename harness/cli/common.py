@@ -32,6 +32,7 @@ __all__ = [
     "check_report_paths",
     "exclude",
     "input_errors",
+    "jobs",
     "load_scenarios",
     "optional",
     "out_console",
@@ -47,9 +48,14 @@ EXIT_INPUT = 2
 #: Commands that parse their own options (``harness live --help`` is theirs): name -> func.
 PASSTHROUGH: dict[str, Callable[[argparse.Namespace], int]] = {}
 
+# The parser is built before every command, so it must not import the runner (pydantic,
+# the catalog model): its defaults are restated here and pinned by tests/test_cli.py.
+DEFAULT_TIME_SCALE_TEXT = "0.05"
+DEFAULT_JOBS_TEXT = "twice the cores, at most 8"
 _TIME_SCALE_HELP = (
     "multiply every scenario duration by this factor: 1.0 replays real provider timings "
-    "(reproduce a hang), 0.01 is fast CI (default: $HARNESS_TIME_SCALE, else {default})"
+    f"(reproduce a hang), 0.01 is fast CI (default: $HARNESS_TIME_SCALE, else "
+    f"{DEFAULT_TIME_SCALE_TEXT})"
 )
 
 
@@ -62,7 +68,6 @@ class UsageError(Exception):
 
 def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None:
     """``--target``, ``--time-scale`` and ``--scenarios-dir``."""
-    from harness.runner import DEFAULT_TIME_SCALE
     from harness.targets import TARGETS
 
     parser.add_argument(
@@ -77,7 +82,7 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None
         "--time-scale",
         type=float,
         metavar="X",
-        help=_TIME_SCALE_HELP.format(default=DEFAULT_TIME_SCALE),
+        help=_TIME_SCALE_HELP,
     )
     parser.add_argument(
         "--scenarios-dir", metavar="DIR", help="scenario directory (default: the catalog)"
@@ -87,8 +92,6 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None
 def add_selection(parser: argparse.ArgumentParser, *, default_targets: str) -> None:
     """What ``harness run`` and ``harness scorecard`` select: scenarios (names or globs),
     ``--exclude``, targets, ``--time-scale``, ``--scenarios-dir``, ``--jobs``, ``--quiet``."""
-    from harness.runner import DEFAULT_JOBS
-
     parser.add_argument(
         "scenarios",
         nargs="*",
@@ -108,8 +111,7 @@ def add_selection(parser: argparse.ArgumentParser, *, default_targets: str) -> N
         "--jobs",
         "-j",
         type=int,
-        default=DEFAULT_JOBS,
-        help=f"cases run in parallel (default {DEFAULT_JOBS})",
+        help=f"cases run in parallel (default: {DEFAULT_JOBS_TEXT})",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
@@ -225,6 +227,12 @@ def selected_targets(args: argparse.Namespace, default: Sequence[str] | None = N
                 "mutant:NAME or package.module:Class"
             )
     return list(dict.fromkeys(targets))
+
+
+def jobs(args: argparse.Namespace) -> int:
+    from harness.runner import DEFAULT_JOBS
+
+    return DEFAULT_JOBS if args.jobs is None else args.jobs
 
 
 def time_scale(args: argparse.Namespace) -> float:

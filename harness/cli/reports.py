@@ -40,10 +40,11 @@ def register(commands: Any) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    check_report_paths(args)
+
     from harness.report import merge_json, render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
 
-    check_report_paths(args)
     results = merge_json(args.files)
     render_console(results, console=out_console(), title=f"merged {len(args.files)} report(s)")
     if args.json:

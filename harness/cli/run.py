@@ -18,6 +18,7 @@ from harness.cli.common import (
     add_target_options,
     check_report_paths,
     exclude,
+    jobs,
     load_scenarios,
     out_console,
     run_with_progress,
@@ -72,16 +73,17 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    check_report_paths(args)  # first: a bad path costs nothing, not a whole run
+
     from harness.report import render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
     from harness.runner import RunSettings, Shard, plan
 
-    check_report_paths(args)  # before any case runs: a bad path costs nothing
     scenarios = exclude(load_scenarios(args), args.exclude)
     shard = Shard.parse(args.shard) if args.shard else None
     settings = RunSettings(
         time_scale=time_scale(args),
-        jobs=args.jobs,
+        jobs=jobs(args),
         keep_timeline=bool(args.json),
         dump_hung_stacks=args.dump_stacks,
     )

@@ -31,6 +31,7 @@ from harness.cli.common import (
     add_selection,
     check_out_dir,
     exclude,
+    jobs,
     load_scenarios,
     out_console,
     run_with_progress,
@@ -66,10 +67,11 @@ def register(commands: Any) -> None:
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
+    out = check_out_dir(args.out)  # first: before any case runs
+
     from harness.report.json_report import write_json
     from harness.report.scorecard import DEFAULT_TITLE, build_scorecard, write_scorecard
 
-    out = check_out_dir(args.out)  # before any case runs
     if args.from_reports:
         results, wall_s = _from_reports(args)
     else:
@@ -105,7 +107,7 @@ def _run(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]]:
 
     scenarios = exclude(load_scenarios(args), args.exclude)
     targets = selected_targets(args, default=list(TARGETS))
-    settings = RunSettings(time_scale=time_scale(args), jobs=args.jobs, keep_timeline=False)
+    settings = RunSettings(time_scale=time_scale(args), jobs=jobs(args), keep_timeline=False)
     results: list[Any] = []
     wall_s: dict[str, float] = {}
     for target in targets:

@@ -22,16 +22,9 @@ _BENCHMARKS = {
 
 
 def register(commands: Any) -> None:
-    from harness.server.cli_serve import add_arguments as add_serve_arguments
-
-    serve = commands.add_parser(
-        "serve",
-        help="run the fault server on its own",
-        description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
-        "point any OpenAI client at the printed base URL.",
-    )
-    add_serve_arguments(serve)
-    serve.set_defaults(func=cmd_serve)
+    # serve parses its own options: building them imports the server, which every other
+    # command would pay for at start-up.
+    add_passthrough(commands, "serve", cmd_serve, help="run the fault server on its own")
 
     bench = commands.add_parser(
         "bench",
@@ -54,8 +47,16 @@ def register(commands: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    add_arguments = optional("harness.server.cli_serve", "add_arguments", what="harness serve")
     serve = optional("harness.server.cli_serve", "serve", what="harness serve")
     argument_error = optional("harness.server.cli_serve", "argument_error", what="harness serve")
+    parser = argparse.ArgumentParser(
+        prog="harness serve",
+        description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
+        "point any OpenAI client at the printed base URL.",
+    )
+    add_arguments(parser)
+    args = parser.parse_args(list(args.rest))
     if not 0 < args.time_scale <= 100:
         raise UsageError(
             f"--time-scale {args.time_scale!r} is not valid; allowed: a number > 0 and <= 100"

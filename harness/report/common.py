@@ -5,7 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["fmt_latency", "fmt_leaks", "fmt_seconds", "summary_counts"]
+__all__ = [
+    "VERDICT_STYLES",
+    "failed_checks",
+    "fmt_latency",
+    "fmt_leaks",
+    "fmt_seconds",
+    "fmt_verdict",
+    "has_verdicts",
+    "summary_counts",
+    "verdict",
+]
+
+#: rich styles of the contract verdicts.
+VERDICT_STYLES = {"pass": "green", "safe": "yellow", "fail": "bold red"}
 
 
 def fmt_seconds(value: float | None) -> str:
@@ -24,10 +37,34 @@ def fmt_leaks(result: Any) -> str:
     return "?" if result.leaks is None else str(result.leaks)
 
 
+def verdict(result: Any) -> str | None:
+    """The contract verdict of a result (``pass`` / ``safe`` / ``fail``), None when the
+    result has none (a report written before verdicts existed)."""
+    return getattr(result, "verdict", None) or None
+
+
+def failed_checks(result: Any) -> tuple[str, ...]:
+    return tuple(getattr(result, "failed_checks", None) or ())
+
+
+def has_verdicts(results: Sequence[Any]) -> bool:
+    return any(verdict(r) is not None for r in results)
+
+
+def fmt_verdict(result: Any) -> str:
+    """``fail (bound, alive_after)``, ``safe``, ``pass``; ``-`` without a verdict."""
+    v = verdict(result)
+    if v is None:
+        return "-"
+    checks = failed_checks(result)
+    return f"{v} ({', '.join(checks)})" if checks else v
+
+
 def summary_counts(results: Sequence[Any]) -> dict[str, int]:
     """cases, matched, mismatched, leaky (cases with any leak), not_applicable (never run:
     the target does not speak the scenario's API), unaccounted (cases where the server saw
-    requests the client does not account for)."""
+    requests the client does not account for), and per contract verdict ``pass``,
+    ``safe``, ``fail``."""
     return {
         "cases": len(results),
         "not_applicable": sum(1 for r in results if r.outcome.kind == "not_applicable"),
@@ -35,4 +72,7 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "matched": sum(1 for r in results if r.matched),
         "mismatched": sum(1 for r in results if not r.matched),
         "leaky": sum(1 for r in results if r.leaks is not None and r.leaks.total > 0),
+        "pass": sum(1 for r in results if verdict(r) == "pass"),
+        "safe": sum(1 for r in results if verdict(r) == "safe"),
+        "fail": sum(1 for r in results if verdict(r) == "fail"),
     }

@@ -1,7 +1,9 @@
-"""The console report: one rich table, scenario x target, expected vs actual.
+"""The console report: one rich table, scenario x target, expected vs actual, verdicts.
 
 Rows are scenarios; for every target an outcome column (the actual outcome, ✓ when it
-is the expected one, ✗ and the expectation when not), the detection latency, and the
+is the expected one, ✗ and the expectation when not), the contract verdict (pass /
+safe / fail and the failed checks; shown when the results carry verdicts), the
+detection latency, and the
 server's request count (against the budget) with the leaks. The worst outcomes
 (``hung``, ``truncated_as_complete``, ``error_as_reply``) stand out in yellow even when
 expected, so a reader sees at a glance what the bare SDK does where the reference
@@ -18,9 +20,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.report.common import fmt_leaks, fmt_seconds, summary_counts
+from harness.report.common import (
+    VERDICT_STYLES,
+    failed_checks,
+    fmt_leaks,
+    fmt_seconds,
+    has_verdicts,
+    summary_counts,
+    verdict,
+)
 
-__all__ = ["render_console", "results_table", "short_label"]
+__all__ = ["render_console", "results_table", "short_label", "verdict_cell"]
 
 _BAD = {"hung", "truncated_as_complete", "error_as_reply", "wrong_content", "false_kill"}
 
@@ -35,10 +45,13 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
     targets = list(dict.fromkeys(r.target for r in results))
     by_key = {(r.scenario, r.target): r for r in results}
     scenarios = list(dict.fromkeys(r.scenario for r in results))
+    verdicts = has_verdicts(results)
     table = Table(title=title, header_style="bold")
     table.add_column("scenario", overflow="fold")
     for target in targets:
         table.add_column(f"{target}\noutcome (✓ = as expected)", overflow="fold")
+        if verdicts:
+            table.add_column("verdict", overflow="fold")
         table.add_column("latency", justify="right", no_wrap=True)
         table.add_column("req leaks", justify="right", no_wrap=True)
     for name in scenarios:
@@ -46,11 +59,26 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
         for target in targets:
             r = by_key.get((name, target))
             if r is None:
-                row += ["", "", ""]
+                row += [""] * (4 if verdicts else 3)
                 continue
-            row += [_outcome_cell(r), _latency_cell(r), _requests_cell(r)]
+            row.append(_outcome_cell(r))
+            if verdicts:
+                row.append(verdict_cell(r))
+            row += [_latency_cell(r), _requests_cell(r)]
         table.add_row(*row)
     return table
+
+
+def verdict_cell(r: Any) -> Text:
+    """``pass`` / ``safe`` / ``fail`` in colour, the failed checks under a fail."""
+    v = verdict(r)
+    if v is None:
+        return Text("")
+    text = Text(v, style=VERDICT_STYLES.get(v, ""))
+    checks = failed_checks(r)
+    if checks:
+        text.append("\n" + ", ".join(checks), style="red")
+    return text
 
 
 def render_console(
@@ -103,6 +131,15 @@ def render_console(
             style=style,
         )
     )
+    if has_verdicts(results):
+        line = Text("verdicts: ")
+        line.append(f"{counts['pass']} pass", style="green")
+        line.append(", ")
+        line.append(f"{counts['safe']} safe", style="yellow")
+        line.append(", ")
+        line.append(f"{counts['fail']} fail", style="bold red" if counts["fail"] else "")
+        line.append(" (the expectation, not the verdict, decides the exit status)", style="dim")
+        console.print(line)
     for r in results:
         if not r.matched:
             console.print(

@@ -2,6 +2,11 @@
 
 A mismatch is a ``<failure>`` whose message says expected vs actual; the case's
 latency, requests and leaks go to ``<system-out>`` so CI UIs show them.
+
+The contract verdict is a ``<property name="verdict">`` (and ``failed_checks``) of each
+testcase and the first line of its ``<system-out>``; a failing verdict also writes its
+failed checks to ``<system-err>``. It never adds a ``<failure>``: the expectation is the
+regression gate, so a target known to fail a check stays green until it changes.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import fmt_leaks, fmt_seconds
+from harness.report.common import failed_checks, fmt_leaks, fmt_seconds, fmt_verdict, verdict
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -39,22 +44,34 @@ def render_junit(results: Sequence[Any]) -> str:
                 name=r.scenario,
                 time=f"{r.elapsed_s or 0:.3f}",
             )
+            v = verdict(r)
+            if v is not None:
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="verdict", value=v)
+                ET.SubElement(
+                    props, "property", name="failed_checks", value=",".join(failed_checks(r))
+                )
             if r.matched and r.outcome.kind == "not_applicable":
                 ET.SubElement(case, "skipped", message=f"not applicable: {r.message}")
             if not r.matched:
                 fail = ET.SubElement(
                     case,
                     "failure",
-                    message=f"expected {r.expected}, got {r.outcome.label}",
+                    message=f"expected {r.expected}, got {r.outcome.label}"
+                    + (f" (verdict {fmt_verdict(r)})" if v is not None else ""),
                     type="OutcomeMismatch",
                 )
                 fail.text = r.message
             out = ET.SubElement(case, "system-out")
             out.text = (
-                f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
+                (f"verdict: {fmt_verdict(r)}\n" if v is not None else "")
+                + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
                 f"requests: {r.requests} (client: {r.attempts}, after the call: "
                 f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
             )
+            if v == "fail":
+                err = ET.SubElement(case, "system-err")
+                err.text = f"verdict fail: failed checks {', '.join(failed_checks(r)) or '-'}"
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

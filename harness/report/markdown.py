@@ -1,5 +1,7 @@
 """The Markdown report: a summary line and the scenario x target table (for PR comments
-and the GitHub job summary)."""
+and the GitHub job summary). When the results carry contract verdicts, each target has a
+verdict column (pass / safe / fail with the failed checks) and the summary counts them;
+the expectation still decides the ✅/❌ of the run."""
 
 from __future__ import annotations
 
@@ -7,9 +9,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import fmt_leaks, fmt_seconds, summary_counts
+from harness.report.common import (
+    failed_checks,
+    fmt_leaks,
+    fmt_seconds,
+    has_verdicts,
+    summary_counts,
+    verdict,
+)
 
-__all__ = ["render_markdown", "write_markdown"]
+__all__ = ["VERDICT_MARKS", "render_markdown", "write_markdown"]
+
+VERDICT_MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌"}
 
 
 def render_markdown(results: Sequence[Any], *, title: str = "Transport fault catalog") -> str:
@@ -17,6 +28,12 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     mark = "✅" if counts["mismatched"] == 0 else "❌"
     targets = list(dict.fromkeys(r.target for r in results))
     by_key = {(r.scenario, r.target): r for r in results}
+    verdicts = has_verdicts(results)
+    per_target = (
+        "expected | {t} actual | verdict | latency"
+        if verdicts
+        else "expected | {t} actual | latency"
+    )
     lines = [
         f"## {title}",
         "",
@@ -27,18 +44,22 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
             if counts["not_applicable"]
             else "."
         ),
+    ]
+    if verdicts:
+        lines.append(
+            f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail."
+        )
+    lines += [
         "",
-        "| scenario | "
-        + " | ".join(f"{t} expected | {t} actual | latency" for t in targets)
-        + " |",
-        "|---|" + "---|---|---:|" * len(targets),
+        "| scenario | " + " | ".join(f"{t} " + per_target.format(t=t) for t in targets) + " |",
+        "|---|" + ("---|---|---|---:|" if verdicts else "---|---|---:|") * len(targets),
     ]
     for name in dict.fromkeys(r.scenario for r in results):
         cells = []
         for t in targets:
             r = by_key.get((name, t))
             if r is None:
-                cells += ["", "", ""]
+                cells += [""] * (4 if verdicts else 3)
                 continue
             actual = f"`{r.outcome.label}`" + ("" if r.matched else " ❌")
             latency = (
@@ -46,7 +67,10 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 if r.outcome.kind == "hung"
                 else fmt_seconds(r.latency_s)
             )
-            cells += [f"`{r.expected}`", actual, latency]
+            cells += [f"`{r.expected}`", actual]
+            if verdicts:
+                cells.append(_verdict_cell(r))
+            cells.append(latency)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     bad = [r for r in results if not r.matched]
     if bad:
@@ -57,6 +81,14 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 f"- **{r.scenario}** [{r.target}]: expected `{r.expected}`, got "
                 f"`{r.outcome.label}` (requests {r.requests}, leaks {fmt_leaks(r)}) {message}"
             )
+    failing = [r for r in results if verdict(r) == "fail"]
+    if failing:
+        lines += ["", "### Failing verdicts", ""]
+        for r in failing:
+            lines.append(
+                f"- **{r.scenario}** [{r.target}]: `{r.outcome.label}`, failed checks: "
+                + ", ".join(f"`{c}`" for c in failed_checks(r))
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -64,3 +96,11 @@ def write_markdown(
     path: str | Path, results: Sequence[Any], *, title: str = "Transport fault catalog"
 ) -> None:
     Path(path).write_text(render_markdown(results, title=title), encoding="utf-8")
+
+
+def _verdict_cell(r: Any) -> str:
+    v = verdict(r)
+    if v is None:
+        return ""
+    checks = failed_checks(r)
+    return f"{VERDICT_MARKS.get(v, '')} {v}" + (f" ({', '.join(checks)})" if checks else "")

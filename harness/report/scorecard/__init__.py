@@ -185,6 +185,8 @@ def write_scorecard(out_dir: str | Path, scorecard: Scorecard) -> dict[str, Path
 
 
 def _case_s(result: Any) -> float:
+    if result.outcome.kind in ("not_applicable", "skipped"):  # never ran
+        return 0.0
     if result.elapsed_s is not None:
         return float(result.elapsed_s)
     if result.outcome.kind == "hung":
