@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import importlib
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -140,54 +138,26 @@ def add_passthrough(
 def check_report_paths(
     args: argparse.Namespace, options: Sequence[str] = ("json", "junit", "markdown")
 ) -> None:
-    """Raise :class:`UsageError` naming the first ``--OPTION PATH`` that cannot be written.
+    """Raise :class:`UsageError` naming the first ``--OPTION PATH`` that cannot be
+    written (:func:`harness.writable.file_problem`: the real probe, nothing left behind)."""
+    from harness.writable import file_problem
 
-    The probe opens the file for appending (what a write needs: the directory exists and
-    is writable, the path is not a directory, the file system is not read-only) and
-    removes it again if it did not exist, so a failed check leaves nothing behind."""
     for option in options:
         value = getattr(args, option.replace("-", "_"), None)
         if value:
-            problem = _file_problem(Path(value))
+            problem = file_problem(value)
             if problem is not None:
                 raise UsageError(f"--{option} {value}: {problem}")
 
 
 def check_out_dir(value: str, *, option: str = "--out") -> Path:
     """Create the output directory ``value`` if needed and check it can hold files."""
-    path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{option} {value}: not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{option} {value}: cannot write there: {_reason(exc)}") from None
-    return path
+    from harness.writable import directory_problem
 
-
-def _file_problem(path: Path) -> str | None:
-    if path.is_dir():
-        return "is a directory; allowed: a file path"
-    parent = path.parent
-    if not parent.exists():
-        return f"cannot write: no such directory {str(parent)!r}"
-    if not parent.is_dir():
-        return f"cannot write: {str(parent)!r} is not a directory"
-    existed = path.exists()
-    try:
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        return f"cannot write: {_reason(exc)}"
-    if not existed:
-        os.unlink(path)
-    return None
-
-
-def _reason(exc: OSError) -> str:
-    return (exc.strerror or str(exc)).lower()
+    problem = directory_problem(value)
+    if problem is not None:
+        raise UsageError(f"{option} {value}: {problem}")
+    return Path(value)
 
 
 # --------------------------------------------------------------------------- selection

@@ -68,12 +68,15 @@ class ChatCase:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """What one chat did. Every string in it is redacted."""
+    """What one chat did. Every string in it is redacted. ``elapsed_s`` is None for a
+    chat whose own time is unknown (a target reports a whole sequence at once: its time
+    is on the last chat). ``skipped``: the target cannot run here (``error`` says why);
+    it neither passes nor fails the run."""
 
     name: str
     ok: bool
     findings: tuple[Finding, ...]
-    elapsed_s: float
+    elapsed_s: float | None
     stream: bool
     expected_word: str
     reply: str | None = None
@@ -81,10 +84,13 @@ class CaseResult:
     attempts: int | None = None
     error: str | None = None
     expect: Expectation = field(default_factory=Expectation)
+    skipped: bool = False
 
     @property
     def as_expected(self) -> bool:
-        """True when the case did what the run expected of it."""
+        """True when the case did what the run expected of it (a skip is not a failure)."""
+        if self.skipped:
+            return True
         if self.expect.ok:
             return self.ok
         names = {f.sentinel for f in self.findings}
@@ -92,6 +98,8 @@ class CaseResult:
 
     def summary(self) -> str:
         """One line for tables: the reply when ok; else the error and what was found."""
+        if self.skipped:
+            return f"skipped: {self.error or 'not available here'}"
         if self.ok:
             return f"ok ({self.reply!r})"
         if self.error is None:
@@ -110,7 +118,8 @@ class CaseResult:
             "as_expected": self.as_expected,
             "expected": {"ok": self.expect.ok, "findings": list(self.expect.findings)},
             "findings": [f.to_dict() for f in self.findings],
-            "elapsed_s": round(self.elapsed_s, 4),
+            "elapsed_s": None if self.elapsed_s is None else round(self.elapsed_s, 4),
+            "skipped": self.skipped,
             "stream": self.stream,
             "expected_word": self.expected_word,
             "reply": self.reply,
@@ -122,13 +131,28 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class LiveRun:
-    """A whole tier run: ``mode`` is ``live`` or ``dry-run``."""
+    """A whole tier run: ``mode`` is ``live`` or ``dry-run``; ``targets`` the clients it
+    went through (``reference`` for the in-process session)."""
 
     mode: str
     model: str
     base_url: str
     cases: tuple[CaseResult, ...]
     elapsed_s: float
+    targets: tuple[str, ...] = ("reference",)
+
+    @classmethod
+    def combined(cls, runs: Sequence[LiveRun]) -> LiveRun:
+        """One run of several (same mode, model and base URL), cases in order."""
+        first = runs[0]
+        return cls(
+            mode=first.mode,
+            model=first.model,
+            base_url=first.base_url,
+            cases=tuple(c for run in runs for c in run.cases),
+            elapsed_s=sum(run.elapsed_s for run in runs),
+            targets=tuple(dict.fromkeys(t for run in runs for t in run.targets)),
+        )
 
     @property
     def ok(self) -> bool:
@@ -139,6 +163,7 @@ class LiveRun:
             "mode": self.mode,
             "model": self.model,
             "base_url": self.base_url,
+            "targets": list(self.targets),
             "ok": self.ok,
             "elapsed_s": round(self.elapsed_s, 4),
             "cases": [c.to_dict() for c in self.cases],

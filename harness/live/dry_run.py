@@ -13,13 +13,18 @@ reason. Then cases that must be flagged, on a fresh client:
                             message: the call raises, and the key must not reach any output
     recovers-after-401      the next call on the same client is healthy
 
-Not here: judging calls (``session``), rendering (``report``).
+:func:`run_dry_targets` runs the target form of the check (``targets``) for any target
+against the same kind of server: per target a streaming and a non-streaming sequence of
+three chats with a rebuild before the third, each answered with its word, and one
+``sentinel-in-stream`` chat that must be flagged.
+
+Not here: judging calls (``session``, ``targets``), rendering (``report``).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -35,6 +40,7 @@ from harness.live.session import (
     random_word,
     run_tier,
 )
+from harness.live.targets import TargetSequence, plan_target_sequences, run_target_tier
 
 if TYPE_CHECKING:
     from harness.server import FaultServer
@@ -47,6 +53,8 @@ __all__ = [
     "dry_run_plan",
     "fault_server",
     "run_dry",
+    "run_dry_targets",
+    "target_dry_sequences",
 ]
 
 #: Recognisable and fake: the dry run never sends a real key, even when one is set.
@@ -164,3 +172,67 @@ def run_dry(
         before_call=plan.loader(server),
         redactor=redactor or Redactor([api_key]),
     )
+
+
+def target_dry_sequences(rng: random.Random) -> list[TargetSequence]:
+    """The healthy target sequences plus one streamed chat carrying a sentinel."""
+    sequences = plan_target_sequences(rng)
+    word = random_word(rng)
+    sequences.append(
+        TargetSequence(
+            label="dry/sentinel-in-stream",
+            word=word,
+            stream=True,
+            calls=1,
+            rebuild_after=None,
+            expect=Expectation(False, ("api_call_failed",)),
+            content=f"{word} {SENTINEL_REPLY}",
+        )
+    )
+    return sequences
+
+
+def run_dry_targets(
+    targets: Sequence[str],
+    *,
+    environ: Mapping[str, str],
+    ci: bool = False,
+    server: FaultServer | None = None,
+    api_key: str = DRY_RUN_API_KEY,
+    seed: int | None = None,
+    redactor: Redactor | None = None,
+) -> LiveRun:
+    """The target form of the check for every one of ``targets`` against ``server``
+    (default: a fresh embedded one), as one run."""
+    if server is None:
+        with fault_server() as own:
+            return run_dry_targets(
+                targets,
+                environ=environ,
+                ci=ci,
+                server=own,
+                api_key=api_key,
+                seed=seed,
+                redactor=redactor,
+            )
+    rng = random.Random(seed)
+    config = dry_run_config(server.base_url, api_key=api_key)
+    redactor = redactor or Redactor([api_key])
+
+    def load(seq: TargetSequence) -> None:
+        server.load(FaultScript(content=seq.content or seq.word))
+
+    runs = [
+        run_target_tier(
+            config,
+            target,
+            target_dry_sequences(rng),
+            mode="dry-run",
+            environ=environ,
+            ci=ci,
+            before_sequence=load,
+            redactor=redactor,
+        )
+        for target in targets
+    ]
+    return LiveRun.combined(runs)

@@ -36,28 +36,37 @@ __all__ = [
 def render_console(run: LiveRun, console: Console, *, redactor: Redactor) -> None:
     """A table of cases: verdict, expectation, elapsed time and what was found."""
     r = redactor.redact
-    table = Table(title=r(f"live tier ({run.mode}): {run.model} at {run.base_url}"))
+    table = Table(
+        title=r(
+            f"live tier ({run.mode}): {run.model} at {run.base_url}, "
+            f"through {', '.join(run.targets)}"
+        )
+    )
     table.add_column("case", no_wrap=True)
     table.add_column("result")
     table.add_column("expected")
     table.add_column("elapsed", justify="right", no_wrap=True)
     table.add_column("details", overflow="fold")
     for case in run.cases:
-        verdict = "[green]ok[/]" if case.ok else "[red]failed[/]"
+        verdict = _result(case, markup=True)
         expected = _expected(case)
         mark = "" if case.as_expected else " [bold red]UNEXPECTED[/]"
         table.add_row(
             r(case.name),
             verdict + mark,
             expected,
-            f"{case.elapsed_s:.2f} s",
+            _elapsed(case),
             _escape(_shorten(r(case.summary()), CONSOLE_DETAIL_CHARS)),
         )
     console.print(table)
     total = len(run.cases)
-    good = sum(c.as_expected for c in run.cases)
+    good = sum(c.as_expected and not c.skipped for c in run.cases)
+    skipped = sum(c.skipped for c in run.cases)
     colour = "green" if run.ok else "red"
-    console.print(f"[{colour}]{good}/{total} cases as expected[/] in {run.elapsed_s:.2f} s")
+    console.print(
+        f"[{colour}]{good}/{total - skipped} cases as expected[/] in {run.elapsed_s:.2f} s"
+        + (f" [dim]({skipped} skipped: target not available here)[/]" if skipped else "")
+    )
 
 
 def write_json(run: LiveRun, path: str | Path, *, redactor: Redactor) -> None:
@@ -81,9 +90,11 @@ def to_junit(run: LiveRun, *, redactor: Redactor) -> str:
             "testcase",
             classname=f"live.{run.mode}",
             name=r(case.name),
-            time=f"{case.elapsed_s:.3f}",
+            time=f"{case.elapsed_s or 0:.3f}",
         )
-        if not case.as_expected:
+        if case.skipped:
+            ET.SubElement(tc, "skipped", message=r(case.summary())[:500])
+        elif not case.as_expected:
             failure = ET.SubElement(tc, "failure", message=r(case.summary())[:500])
             failure.text = r(json.dumps(case.to_dict(), indent=2, ensure_ascii=False))
         else:
@@ -103,23 +114,36 @@ def to_markdown(run: LiveRun, *, redactor: Redactor) -> str:
         f"## Live tier ({run.mode}): {status}",
         "",
         r(
-            f"Model `{run.model}` at `{run.base_url}`, {len(run.cases)} cases in {run.elapsed_s:.2f} s."
+            f"Model `{run.model}` at `{run.base_url}` through {', '.join(run.targets)}, "
+            f"{len(run.cases)} cases in {run.elapsed_s:.2f} s."
         ),
         "",
         "| case | result | expected | elapsed | details |",
         "|---|---|---|---|---|",
     ]
     for case in run.cases:
-        result = ("ok" if case.ok else "failed") + ("" if case.as_expected else " **UNEXPECTED**")
+        result = _result(case, markup=False) + ("" if case.as_expected else " **UNEXPECTED**")
         lines.append(
             f"| {_cell(r(case.name))} | {result} | {_cell(_expected(case))} "
-            f"| {case.elapsed_s:.2f} s | {_cell(r(case.summary()))} |"
+            f"| {_elapsed(case)} | {_cell(r(case.summary()))} |"
         )
     return "\n".join(lines) + "\n"
 
 
 def write_markdown(run: LiveRun, path: str | Path, *, redactor: Redactor) -> None:
     Path(path).write_text(to_markdown(run, redactor=redactor), encoding="utf-8")
+
+
+def _result(case: CaseResult, *, markup: bool) -> str:
+    label = "skipped" if case.skipped else ("ok" if case.ok else "failed")
+    if not markup:
+        return label
+    style = "dim" if case.skipped else ("green" if case.ok else "red")
+    return f"[{style}]{label}[/]"
+
+
+def _elapsed(case: CaseResult) -> str:
+    return "-" if case.elapsed_s is None else f"{case.elapsed_s:.2f} s"
 
 
 def _expected(case: CaseResult) -> str:

@@ -146,6 +146,7 @@ def test_harness_live_dry_run_writes_every_report_and_exits_zero(tmp_path):
     real_looking = "sk-or-v1-REALLOOKING-0123456789abcdef0123456789"
     args = argparse.Namespace(
         dry_run=True,
+        target=["reference"],
         model=None,
         max_tokens=16,
         call_ceiling=60.0,
@@ -164,11 +165,13 @@ def test_harness_live_dry_run_writes_every_report_and_exits_zero(tmp_path):
     )
     assert status == cli_live.EXIT_OK, out.getvalue()
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["ok"] is True and report["mode"] == "dry-run" and len(report["cases"]) == 11
+    # through the reference target's child: 2 sequences of 3 chats + the flagged sentinel
+    assert report["ok"] is True and report["mode"] == "dry-run" and len(report["cases"]) == 7
+    assert report["targets"] == ["reference"]
     suite = ET.fromstring((tmp_path / "r.xml").read_text())
-    assert suite.get("tests") == "11" and suite.get("failures") == "0"
+    assert suite.get("tests") == "7" and suite.get("failures") == "0"
     assert "PASS" in (tmp_path / "r.md").read_text()
-    assert "11/11 cases as expected" in out.getvalue()
+    assert "7/7 cases as expected" in out.getvalue()
     for path in tmp_path.iterdir():
         assert real_looking not in path.read_text()
 

@@ -49,3 +49,26 @@ def test_three_sequential_chats_across_a_client_rebuild_all_succeed(stream):
     details = "\n".join(f"{c.name}: {c.summary()}" for c in run.cases)
     assert [c.name for c in run.cases] == [c.name for c in cases]
     assert run.ok, f"live chats failed against {run.model}:\n{details}"
+
+
+@pytest.mark.parametrize("target", ["reference", "openai-sdk", "hermes"])
+def test_three_sequential_chats_through_each_built_in_target(target):
+    """``harness live -t TARGET``: for hermes, three turns on one ``AIAgent`` with
+    ``_replace_primary_openai_client`` between the second and the third."""
+    import os
+
+    from harness.live.targets import plan_target_sequences, run_target_tier
+
+    config = live_config(ENV)
+    run = run_target_tier(
+        config,
+        target,
+        plan_target_sequences(random.Random(), streams=(True,)),
+        environ=dict(os.environ),
+        ci=ENV.ci,
+        redactor=Redactor([config.api_key]),
+    )
+    details = "\n".join(f"{c.name}: {c.summary()}" for c in run.cases)
+    if all(c.skipped for c in run.cases):
+        pytest.skip(details)
+    assert run.ok, f"live chats through {target} failed against {run.model}:\n{details}"
