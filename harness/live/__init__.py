@@ -2,11 +2,15 @@
 
 Modules (each with one job):
 
-- ``sentinels``  the documented list of failure texts and the detector
-                 (``find_sentinels(text) -> list[Finding]``; the runner uses it too)
+- ``sentinels``  where to look for failure texts: replies, chunks, errors, log records
+                 (the list and the matcher are ``harness.sentinels``, one layer down:
+                 the runner uses them too)
 - ``redact``     secret redaction for output, log records, reports and errors
 - ``config``     provider config and cost/time bounds from ``harness.environment``
-- ``session``    the checks: sequential echo chats across a client rebuild
+- ``cases``      the chats, their results and the strict judge
+- ``session``    the checks through the in-process reference client: sequential echo
+                 chats across a client rebuild
+- ``targets``    the same checks through any target in its child process
 - ``dry_run``    the same checks against the embedded fault server (default CI)
 - ``report``     console, JSON, JUnit and Markdown for a run
 - ``cli_live``   ``harness live``
