@@ -25,15 +25,15 @@ def file_problem(path: str | Path) -> str | None:
         return "is a directory; allowed: a file path"
     parent = path.parent
     if not parent.exists():
-        return f"cannot write: no such directory {str(parent)!r}"
+        return f"cannot write there: no such directory {str(parent)!r}"
     if not parent.is_dir():
-        return f"cannot write: {str(parent)!r} is not a directory"
+        return f"cannot write there: {str(parent)!r} is not a directory"
     existed = path.exists()
     try:
         with path.open("a", encoding="utf-8"):
             pass
     except OSError as exc:
-        return f"cannot write: {_reason(exc)}"
+        return f"cannot write there: {_reason(exc)}"
     if not existed:
         os.unlink(path)
     return None

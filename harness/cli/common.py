@@ -37,6 +37,7 @@ __all__ = [
     "run_with_progress",
     "selected_targets",
     "time_scale",
+    "with_overlays",
 ]
 
 EXIT_OK = 0
@@ -66,15 +67,14 @@ class UsageError(Exception):
 
 def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None:
     """``--target``, ``--time-scale`` and ``--scenarios-dir``."""
-    from harness.targets import TARGETS
+    from harness.targets import allowed_targets
 
     parser.add_argument(
         "--target",
         "-t",
         action="append",
         metavar="TARGET",
-        help=f"target to run (repeatable): {', '.join(sorted(TARGETS))}, mutant:NAME or "
-        f"package.module:Class; default: {default}",
+        help=f"target to run (repeatable): {allowed_targets()}; default: {default}",
     )
     parser.add_argument(
         "--time-scale",
@@ -187,16 +187,31 @@ def exclude(scenarios: list[Any], patterns: Sequence[str]) -> list[Any]:
 def selected_targets(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
     """``--target`` values (default ``default``, else the runner's), each one checked."""
     from harness.runner import DEFAULT_TARGETS
-    from harness.targets import TARGETS, is_target
+    from harness.targets import allowed_targets, is_target
 
     targets = args.target or list(default or DEFAULT_TARGETS)
     for t in targets:
         if not is_target(t):
-            raise UsageError(
-                f"--target {t!r} is not valid; allowed: {', '.join(sorted(TARGETS))}, "
-                "mutant:NAME or package.module:Class"
-            )
+            raise UsageError(f"--target {t!r} is not valid; allowed: {allowed_targets()}")
     return list(dict.fromkeys(targets))
+
+
+def with_overlays(
+    args: argparse.Namespace,
+    scenarios: list[Any],
+    targets: Sequence[str],
+    files: Sequence[str] = (),
+) -> list[Any]:
+    """``scenarios`` with the expectations overlays for ``targets`` merged in (the shipped
+    ones under ``harness/catalog/expectations/`` and ``files``)."""
+    from harness.expectations import apply_overlays, overlays_for
+    from harness.scenario import CATALOG_DIR
+
+    # An overlay covers the whole catalog, not only this run's selection (file stems are
+    # the scenario names: the loader checks that).
+    directory = Path(args.scenarios_dir or CATALOG_DIR)
+    names = {s.name for s in scenarios} | {p.stem for p in directory.glob("*.toml")}
+    return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
 
 
 def jobs(args: argparse.Namespace) -> int:
@@ -206,16 +221,13 @@ def jobs(args: argparse.Namespace) -> int:
 
 
 def time_scale(args: argparse.Namespace) -> float:
-    from harness.environment import read_environment
+    """``--time-scale`` (checked), else ``HARNESS_TIME_SCALE``, else the runner's default."""
+    from harness.environment import check_time_scale, read_environment
     from harness.runner import DEFAULT_TIME_SCALE
 
     if args.time_scale is not None:
-        value = args.time_scale
-    else:
-        value = read_environment().time_scale or DEFAULT_TIME_SCALE
-    if not 0 < value <= 100:
-        raise UsageError(f"--time-scale {value!r} is not valid; allowed: a number > 0 and <= 100")
-    return value
+        return check_time_scale(args.time_scale, what="--time-scale")
+    return read_environment().time_scale or DEFAULT_TIME_SCALE
 
 
 # --------------------------------------------------------------------------- output

@@ -24,6 +24,7 @@ from harness.cli.common import (
     run_with_progress,
     selected_targets,
     time_scale,
+    with_overlays,
 )
 
 __all__ = ["register"]
@@ -45,6 +46,19 @@ def register(commands: Any) -> None:
         "--fail-on-leaks",
         action="store_true",
         help="also exit 1 when a case leaves descriptors, threads or sockets behind",
+    )
+    run.add_argument(
+        "--expectations",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="gate on this expectations overlay (repeatable; adds to or overrides the "
+        "scenarios' own; shipped overlays for the chosen targets apply without it)",
+    )
+    run.add_argument(
+        "--write-expectations",
+        metavar="FILE",
+        help="write what the (one) target did as an expectations overlay",
     )
     run.add_argument(
         "--dump-stacks",
@@ -73,13 +87,21 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    check_report_paths(args)  # first: a bad path costs nothing, not a whole run
+    # First: a bad path costs nothing, not a whole run.
+    check_report_paths(args, ("json", "junit", "markdown", "write-expectations"))
 
     from harness.report import render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
     from harness.runner import RunSettings, Shard, plan
 
-    scenarios = exclude(load_scenarios(args), args.exclude)
+    targets = selected_targets(args)
+    if args.write_expectations and len(targets) != 1:
+        raise UsageError(
+            f"--write-expectations records one target; got {len(targets)}: {', '.join(targets)}"
+        )
+    scenarios = with_overlays(
+        args, exclude(load_scenarios(args), args.exclude), targets, args.expectations
+    )
     shard = Shard.parse(args.shard) if args.shard else None
     settings = RunSettings(
         time_scale=time_scale(args),
@@ -87,11 +109,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_timeline=bool(args.json),
         dump_hung_stacks=args.dump_stacks,
     )
-    cases = plan(scenarios, selected_targets(args), shard=shard)
+    cases = plan(scenarios, targets, shard=shard)
     if not cases:
-        raise UsageError(
-            "no case to run: no selected scenario has an expectation for the chosen targets"
-        )
+        raise UsageError("no case to run: no scenario selected")
     results = run_with_progress(cases, settings, quiet=args.quiet)
     render_console(
         results,
@@ -104,6 +124,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_junit(args.junit, results)
     if args.markdown:
         write_markdown(args.markdown, results)
+    if args.write_expectations:
+        from harness.expectations import write_overlay
+
+        write_overlay(args.write_expectations, targets[0], results)
     failed = any(not r.matched for r in results)
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
@@ -140,9 +164,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         )
     settings = RunSettings(time_scale=time_scale(args), jobs=1, dump_hung_stacks=True)
     targets = selected_targets(args)
-    cases = plan(scenarios, targets)
-    if not cases:
-        raise UsageError(f"{scenarios[0].name} has no expectation for {', '.join(targets)}")
+    cases = plan(with_overlays(args, scenarios, targets), targets)
     out = out_console()
     out.print(f"[bold]{scenarios[0].name}[/]: {scenarios[0].summary}")
     if scenarios[0].references:

@@ -37,6 +37,7 @@ from harness.cli.common import (
     run_with_progress,
     selected_targets,
     time_scale,
+    with_overlays,
 )
 
 __all__ = ["register"]
@@ -111,7 +112,7 @@ def _run(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]]:
     results: list[Any] = []
     wall_s: dict[str, float] = {}
     for target in targets:
-        cases = plan(scenarios, [target])
+        cases = plan(with_overlays(args, scenarios, [target]), [target])
         if not cases:
             continue
         start = time.monotonic()

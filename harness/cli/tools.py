@@ -57,10 +57,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     add_arguments(parser)
     args = parser.parse_args(list(args.rest))
-    if not 0 < args.time_scale <= 100:
-        raise UsageError(
-            f"--time-scale {args.time_scale!r} is not valid; allowed: a number > 0 and <= 100"
-        )
+    from harness.environment import check_time_scale
+
+    check_time_scale(args.time_scale, what="--time-scale")
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)

@@ -29,14 +29,15 @@ provider or ``HERMES_*`` variables) plus whatever the scenario's ``env`` sets.
 
 How to add a target
 -------------------
-1. Write ``harness/targets/<name>.py`` with a subclass of :class:`Target`::
+1. Write a module (anywhere importable: your own package, a file on ``PYTHONPATH``) with a
+   subclass of :class:`Target`::
 
        class MyTarget(Target):
-           name = "my-agent"
+           name = "my-agent"                # display name; not how it is looked up
            apis = ("chat",)                 # the scenario APIs it can run
 
-           def prepare(self) -> None:       # import heavy things before "ready"
-               import my_agent
+           def prepare(self) -> None:       # import heavy things and warm up before "ready"
+               import my_agent              # (never counted against a case)
 
            def call(self, job: Job, log: EventLog) -> CallResult:
                client = my_agent.Client(base_url=job.base_url, api_key=job.api_key)
@@ -47,12 +48,17 @@ How to add a target
                    client.close()           # leaks are read after call() returns
 
    Raise whatever the client raises: the child reports the class and its MRO, and an
-   ``expected = "error:Base"`` in a scenario matches any base class. Call
-   ``log.mark("first_chunk")`` etc. to add client events to ``harness explain``.
-   Override :meth:`Target.command` to run in another interpreter (another venv).
-2. Register it in ``harness.targets.TARGETS``: ``"my-agent": "harness.targets.my:MyTarget"``.
-3. Add ``my-agent = "..."`` to the ``[expected]`` table of the scenarios it should run
-   (a scenario without an expectation for a target is not run against it).
+   ``expected = "error:Base"`` matches any base class. Call ``log.mark("first_chunk")``
+   etc. to add client events to ``harness explain``. Override :meth:`Target.command` to
+   run in another interpreter (another venv).
+2. Run it: ``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it and
+   judges every case by the scenario's contract (verdict pass / safe / fail). No
+   scenario file needs an edit. Optionally register a short name through the
+   ``harness.targets`` entry-point group of your package
+   (``my-agent = "mypkg.target:MyTarget"``).
+3. Gate on what it does: ``--write-expectations my-agent.toml`` records its outcomes as an
+   expectations overlay, ``--expectations my-agent.toml`` fails the run when one changes
+   (see ``harness.expectations``).
 
 Not here: judging results (``harness.outcome``) or scheduling (``harness.runner``).
 """
@@ -62,7 +68,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -73,6 +79,7 @@ __all__ = [
     "Job",
     "Target",
     "TargetUnsupported",
+    "follow_up",
     "pause_between_calls",
 ]
 
@@ -106,6 +113,9 @@ class Job:
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_scale: float = 1.0
     api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+    #: A healthy server for one follow-up call through the same client after the job's
+    #: calls (``follow_up``); None: make none. Set only for a ``Target.follows_up`` target.
+    follow_up_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -170,11 +180,21 @@ class Target(ABC):
     #: True when the child speaks the reuse protocol (``ready`` again after ``result``).
     #: ``harness.targets.child`` does; a target with its own driver says so explicitly.
     reusable: ClassVar[bool] = False
+    #: True when ``call`` makes the job's follow-up call (:func:`follow_up`): then the
+    #: contract's ``alive_after`` check is judged for it.
+    follows_up: ClassVar[bool] = False
 
     @classmethod
     def command(cls) -> list[str]:
         """The child command line; override to run in another interpreter."""
-        return [sys.executable, "-m", "harness.targets.child", cls.name]
+        # The import path, not ``name``: an out-of-tree class's display name is not
+        # registered anywhere the child could look it up.
+        return [
+            sys.executable,
+            "-m",
+            "harness.targets.child",
+            f"{cls.__module__}:{cls.__qualname__}",
+        ]
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Import heavy modules and warm up process-wide state before ``ready``.
@@ -195,3 +215,25 @@ def pause_between_calls(job: Job, log: EventLog) -> None:
     if job.pause_s > 0:
         log.mark("pause", f"{job.pause_s * job.time_scale:.3f} s")
         time.sleep(job.pause_s * job.time_scale)
+
+
+def follow_up(job: Job, log: EventLog, call: Callable[[str], str]) -> None:
+    """The contract's ``alive_after`` probe: after the job's calls (returned or raised),
+    one healthy call through the *same* client, ``call(base_url) -> reply text``, against
+    ``job.follow_up_url`` (a fault-free server). Recorded in ``log.details["follow_up"]``
+    with the time it started, which is where the job's own calls ended. Call it before
+    closing the client, e.g. in the ``finally`` that closes it; it never raises."""
+    if job.follow_up_url is None:
+        return
+    started = time.monotonic()
+    log.mark("follow_up")
+    try:
+        text = call(job.follow_up_url)
+    except Exception as exc:  # noqa: BLE001 - the failure is the finding, reported as data
+        log.details["follow_up"] = {
+            "ok": False,
+            "t": started,
+            "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+        }
+    else:
+        log.details["follow_up"] = {"ok": bool(text), "t": started, "chars": len(text or "")}

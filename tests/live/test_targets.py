@@ -108,7 +108,7 @@ def test_an_unwritable_report_path_is_a_usage_error_before_any_call(tmp_path):
     )
     assert status == cli_live.EXIT_USAGE
     assert out.getvalue().strip() == (
-        f"harness live: --json {path}: cannot write: no such directory {str(path.parent)!r}"
+        f"harness live: --json {path}: cannot write there: no such directory {str(path.parent)!r}"
     )
 
 

@@ -22,13 +22,15 @@ from tests.report.test_reports import case
 
 
 def with_verdict(result, verdict, checks=()):
-    """``result`` with a contract verdict. Works before and after CaseResult grows the
-    ``verdict`` / ``failed_checks`` fields (reports read them with getattr)."""
-    if "verdict" in {f.name for f in dataclasses.fields(result)}:
-        return dataclasses.replace(result, verdict=verdict, failed_checks=list(checks))
+    """``result`` with a contract verdict."""
+    return dataclasses.replace(result, verdict=verdict, failed_checks=tuple(checks))
+
+
+def without_verdict(result):
+    """``result`` as read from a report written before verdicts existed (no verdict)."""
     clone = copy.copy(result)
-    object.__setattr__(clone, "verdict", verdict)
-    object.__setattr__(clone, "failed_checks", list(checks))
+    object.__setattr__(clone, "verdict", None)
+    object.__setattr__(clone, "failed_checks", ())
     return clone
 
 
@@ -52,12 +54,16 @@ JUDGED = [
         ),
         "pass",
     ),
-    case(
-        scenario="messages_healthy_stream",
-        target="openai-sdk",
-        kind="not_applicable",
-        expected="not_applicable",
-        error=None,
+    with_verdict(
+        case(
+            scenario="messages_healthy_stream",
+            target="openai-sdk",
+            kind="not_applicable",
+            expected="not_applicable",
+            error=None,
+        ),
+        "fail",
+        ("not_applicable",),  # the contract's verdict on a case that did not run
     ),
 ]
 
@@ -68,14 +74,14 @@ def test_console_shows_the_verdict_and_failed_checks_next_to_the_outcome():
     text = console.export_text()
     assert "verdict" in text
     assert "alive_after" in text and "bound" in text
-    assert "verdicts: 2 pass, 1 safe, 1 fail" in text
+    assert "verdicts: 2 pass, 1 safe, 2 fail" in text
     # a failing verdict is visible, but the expectation (hung, as expected) decides the run
     assert "5/5 cases as expected, 0 mismatched" in text
 
 
 def test_console_without_verdicts_has_no_verdict_column():
     console = Console(record=True, width=220)
-    render_console([case()], console=console)
+    render_console([without_verdict(case())], console=console)
     assert "verdict" not in console.export_text()
 
 
@@ -84,7 +90,7 @@ def test_markdown_has_a_verdict_column_and_lists_failing_verdicts():
     assert "openai-sdk verdict" not in md  # one header per target: "<t> expected | ..."
     assert "| verdict |" in md
     assert "❌ fail (bound, alive_after)" in md
-    assert "Verdicts: 2 pass, 1 safe, 1 fail." in md
+    assert "Verdicts: 2 pass, 1 safe, 2 fail." in md
     assert "### Failing verdicts" in md and "`bound`, `alive_after`" in md
     assert md.startswith("## ") and "✅ 5/5 cases as expected" in md
 
@@ -123,7 +129,7 @@ def test_scorecard_counts_verdicts_per_target_and_marks_cells_without_one():
     hung = card.cell("chat_mid_stream_stall", "openai-sdk")
     assert cell_text(hung) == "hung · bound +1"
     assert cell_text(card.cell("chat_mid_stream_stall", "reference")) == "StreamIdleTimeout"
-    old = build_scorecard([case()])  # a report from before verdicts
+    old = build_scorecard([without_verdict(case())])  # a report from before verdicts
     assert old.cell("chat_mid_stream_stall", "reference").verdict == "?"
 
 

@@ -6,7 +6,7 @@ import json
 import os
 import threading
 
-from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
+from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported, follow_up
 
 
 class EnvTarget(Target):
@@ -90,4 +90,69 @@ class AbandoningTarget(Target):
         if not answered.wait(10):
             raise TimeoutError("the stray request got no headers within 10 s")
         log.mark("returned", "while a worker still reads a second request")
+        return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class SlowStartTarget(Target):
+    """Stands for a client whose imports and warm-up take seconds: ``prepare`` takes
+    longer than the case's whole outer ceiling. Start-up must not count against the case."""
+
+    name = "slow-start"  # unlike its import path: the child must be started by path
+    apis = ("chat",)
+    #: Longer than the 0.5 s ceiling the test runs with.
+    PREPARE_S = 1.5
+
+    def prepare(self) -> None:
+        import time
+
+        time.sleep(self.PREPARE_S)  # stands for slow imports, not synchronisation
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = urlsplit(job.base_url)
+        body = json.dumps(
+            {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
+        )
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        try:
+            conn.request(
+                "POST",
+                url.path.rstrip("/") + "/chat/completions",
+                body,
+                {"Content-Type": "application/json", "Authorization": f"Bearer {job.api_key}"},
+            )
+            text = json.loads(conn.getresponse().read())["choices"][0]["message"]["content"]
+        finally:
+            conn.close()
+        return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class ClosedClientTarget(Target):
+    """The closed-client bug (#10933 shape): it answers the call, then closes the HTTP
+    client it keeps using, so the follow-up call through the same client fails."""
+
+    name = "closed-client"
+    apis = ("chat",)
+    follows_up = True
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import httpx
+
+        client = httpx.Client(base_url=job.base_url, timeout=10)
+        headers = {"Authorization": f"Bearer {job.api_key}"}
+        body = {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
+
+        def ask(url: str) -> str:
+            response = client.post(
+                url.rstrip("/") + "/chat/completions", json=body, headers=headers
+            )
+            return response.json()["choices"][0]["message"]["content"]
+
+        try:
+            text = ask(job.base_url)
+        finally:
+            client.close()  # the bug: closed while the agent still holds it
+            follow_up(job, log, ask)
         return CallResult(text=text, finish_reason="stop", attempts=1)

@@ -9,9 +9,10 @@ self-contained ``scorecard.html`` (inline CSS, the picture embedded as base64).
 A cell's *verdict* is the scenario contract's judgement of the case (``pass``: the
 complete answer with every check clean; ``safe``: bounded, a clean typed error, the
 required checks clean; ``fail``: anything else, with the failed checks named), read from
-``CaseResult.verdict`` / ``failed_checks``. Cases that did not run have no verdict:
-``n/a`` (the target does not speak the scenario's API) and ``skipped`` (a tier's
-prerequisite is missing); a result from before verdicts existed shows ``?``.
+``CaseResult.verdict`` / ``failed_checks``. Cases that did not run are shown and counted
+apart, as ``n/a`` (the target does not speak the scenario's API) and ``skipped`` (a
+tier's prerequisite is missing), although the contract's verdict on them is ``fail``
+(``not_applicable`` / ``not_run``); a result without a verdict shows ``?``.
 
 Run time per target is the wall time of its run when the command measured it, else the
 sum of its cases' times (a hung case counts its ceiling).
