@@ -132,8 +132,7 @@ def test_markdown_table_and_mismatch_list():
     assert "❌ 2/3 cases as expected" in md
     assert (
         "| chat_mid_stream_stall | `error(StreamIdleTimeout)` | `error(StreamIdleTimeout)` | ❌ fail "
-        "| 260 ms |"
-        in md
+        "| 260 ms |" in md
     )
     assert "### Mismatches" in md and "**chat_close_delimited_fin** [openai-sdk]" in md
 
