@@ -1,6 +1,6 @@
 """The hermes-agent target: the driver's pure parts everywhere, real hermes where installed.
 
-Unit tests import ``hermes_driver`` in this venv (it is stdlib-only) and check the
+Unit tests import the driver's modules in this venv (it is stdlib-only) and check the
 setting -> environment mapping, spec validation and how a run becomes a protocol result.
 Tests marked ``hermes`` run a real ``AIAgent`` from ``.cache/hermes-venv`` against the
 fault server; they skip when that venv is missing, and fail instead when ``CI`` is set.
@@ -21,7 +21,7 @@ from harness.environment import Environment, read_environment, scrubbed
 from harness.faults import script_from_dict
 from harness.live.sentinels import find_sentinels
 from harness.outcome import classify
-from harness.targets import hermes_driver as driver
+from harness.targets import hermes_spec as driver
 from harness.targets.hermes import (
     DRIVER_PATH,
     HermesCall,
@@ -30,6 +30,7 @@ from harness.targets.hermes import (
     run_hermes,
     unavailable_reason,
 )
+from harness.targets.hermes_turns import protocol_result
 
 # --------------------------------------------------------------------------- unit
 
@@ -136,7 +137,7 @@ def _run(*turns: dict[str, Any]) -> dict[str, Any]:
 
 def test_failed_turn_is_reported_as_returned_text_that_the_runner_calls_error_as_reply() -> None:
     text = "API call failed after 3 retries: Connection error."
-    report = driver.protocol_result(_run(_turn(text=text, failed=True, completed=False)))
+    report = protocol_result(_run(_turn(text=text, failed=True, completed=False)))
     assert report["status"] == "returned"
     assert report["text"] == text
     outcome = classify(
@@ -149,7 +150,7 @@ def test_failed_turn_is_reported_as_returned_text_that_the_runner_calls_error_as
 
 
 def test_turn_without_reply_text_is_reported_as_hermes_no_reply_with_its_error() -> None:
-    report = driver.protocol_result(
+    report = protocol_result(
         _run(
             _turn(
                 text=None,
@@ -166,22 +167,19 @@ def test_turn_without_reply_text_is_reported_as_hermes_no_reply_with_its_error()
 
 def test_first_unclean_turn_of_several_decides_the_report() -> None:
     run = _run(_turn(0), _turn(1, text="API call failed after 3 retries: x", failed=True), _turn(2))
-    report = driver.protocol_result(run)
+    report = protocol_result(run)
     assert report["text"].startswith("API call failed")
     assert report["message"] == "turn 2/3: "
     assert report["texts"] == ["fine.", "API call failed after 3 retries: x", "fine."]
 
 
 def test_exception_raised_by_hermes_is_reported_with_its_mro() -> None:
-    exc = {
-        "type": "TimeoutError",
-        "mro": ["TimeoutError", "OSError", "Exception", "BaseException", "object"],
-        "message": "stale",
-        "cause": None,
-    }
-    report = driver.protocol_result(_run(_turn(exception=exc, text=None)))
+    exc = {"error": "TimeoutError", "mro": ["TimeoutError", "OSError", "Exception"]}
+    exc |= {"message": "stale", "causes": ["OSError: reset"]}
+    report = protocol_result(_run(_turn(exception=exc, text=None)))
     assert report["status"] == "raised"
     assert report["mro"] == ["TimeoutError", "OSError", "Exception"]
+    assert report["causes"] == ["OSError: reset"]
 
 
 def test_driver_answers_a_bad_spec_with_one_json_line_naming_the_field() -> None:

@@ -1,0 +1,180 @@
+"""The child protocol's contract, run against every target child.
+
+Each child (reference, openai-sdk, hermes, and a test double) is started as the runner
+starts it (``Target.command()``), given one job on a real fault server, then ``exit``.
+Every line it writes on stdout must be a protocol message with the fields
+:func:`harness.targets.protocol.problems` checks, in the order ready, started, result
+(then ready again for a reusable child). The in-process tests run the shared loop with
+the hermes driver's result builder, so its error fields are checked without hermes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.environment import read_environment, scrubbed
+from harness.faults import script_from_dict
+from harness.server import FaultServer
+from harness.targets import load_target
+from harness.targets.base import Job
+from harness.targets.hermes import unavailable_reason
+from harness.targets.hermes_turns import protocol_result
+from harness.targets.protocol import (
+    MAX_MESSAGE_CHARS,
+    describe_exception,
+    problems,
+    serve,
+)
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+DOUBLE = "targets.protocol_double:ChainedErrorTarget"
+CHILDREN = ["reference", "openai-sdk", "hermes", DOUBLE]
+
+
+def run_child(name: str, job: dict[str, Any], *, timeout_s: float) -> list[dict[str, Any]]:
+    """Start ``name``'s child, send one job and ``exit``; every stdout line, parsed."""
+    env = scrubbed(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join((PACKAGE_ROOT, TESTS_DIR))
+    proc = subprocess.run(
+        load_target(name).command(),
+        input=(json.dumps({"cmd": "run", "job": job}) + '\n{"cmd": "exit"}\n').encode(),
+        capture_output=True,
+        env=env,
+        timeout=timeout_s,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = proc.stdout.decode().splitlines()
+    return [json.loads(line) for line in lines]  # a stray non-JSON line fails here
+
+
+def check_conversation(name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    expected = ["ready", "started", "result"]
+    if load_target(name).reusable:
+        expected.append("ready")  # offered for the next job; "exit" ends it
+    assert [m["event"] for m in messages] == expected
+    for message in messages:
+        assert problems(message) == [], message
+    times = [m["t"] for m in messages]
+    assert times == sorted(times)
+    return messages[2]
+
+
+@pytest.fixture(params=CHILDREN)
+def child(request: pytest.FixtureRequest) -> str:
+    if request.param == "hermes":
+        reason = unavailable_reason()
+        if reason is not None:
+            if read_environment().ci:
+                pytest.fail(f"hermes tier must run in CI: {reason}")
+            pytest.skip(reason)
+    return request.param
+
+
+@pytest.mark.timeout(120)
+def test_every_child_answers_a_healthy_job_with_well_formed_messages(child: str) -> None:
+    with FaultServer() as srv:
+        job = Job(base_url=srv.base_url, messages=({"role": "user", "content": "hi"},))
+        result = check_conversation(child, run_child(child, job.to_dict(), timeout_s=100))
+        records = [r for r in srv.requests() if r.api == "chat"]
+    assert result["status"] == "returned", result
+    if child == DOUBLE:
+        assert result["text"] == "double reply"
+    else:
+        assert result["text"] == records[-1].expected_text
+        assert result["finish_reason"] == "stop"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["reference", "openai-sdk", DOUBLE])
+def test_every_child_reports_a_failed_call_with_class_mro_and_causes(name: str) -> None:
+    script = script_from_dict({"rules": [{"fault": {"phase": "request", "action": "rst"}}]})
+    with FaultServer(script) as srv:
+        job = Job(
+            base_url=srv.base_url,
+            messages=({"role": "user", "content": "fail"},),
+            settings={"max_attempts": 1},
+            time_scale=0.01,
+        )
+        result = check_conversation(name, run_child(name, job.to_dict(), timeout_s=100))
+    assert result["status"] == "raised", result
+    assert result["error"].split(":")[0] == result["mro"][0]
+    assert "Exception" in result["mro"]
+    if name == DOUBLE:
+        assert result["mro"] == ["LookupError", "Exception"]
+        assert result["message"] == "x" * MAX_MESSAGE_CHARS
+        assert result["causes"] == ["ConnectionResetError: [Errno 104] Connection reset by peer"]
+        assert [e[1] for e in result["events"]] == ["about_to_answer"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["reference", "hermes"])
+def test_a_job_a_child_cannot_run_is_answered_without_a_call(name: str) -> None:
+    if name == "hermes" and unavailable_reason() is not None:
+        pytest.skip(unavailable_reason() or "")
+    job = Job(base_url="http://127.0.0.1:9/v1", api="no-such-api").to_dict()
+    messages = run_child(name, job, timeout_s=50)
+    (result,) = [m for m in messages if m["event"] == "result"]
+    assert all(problems(m) == [] for m in messages)
+    assert result["status"] in ("not_applicable", "skipped")
+    assert "no-such-api" in result["message"]
+
+
+def test_hermes_results_pass_the_contract_for_every_turn_shape() -> None:
+    """hermes's result builder, through the shared loop, for each way a turn ends."""
+    try:
+        raise TimeoutError("stale") from OSError("reset")
+    except TimeoutError as exc:
+        raised = describe_exception(exc)
+    turn = {
+        "index": 0,
+        "text": "fine.",
+        "completed": True,
+        "failed": False,
+        "partial": False,
+        "turn_exit_reason": "text_response(finish_reason=stop)",
+        "error": None,
+        "api_calls": 1,
+        "exception": None,
+    }
+    shapes = [
+        turn,
+        {**turn, "text": "API call failed after 3 retries", "failed": True},
+        {**turn, "text": None, "completed": False, "error": "no reply " * 200},
+        {**turn, "text": None, "exception": raised},
+    ]
+    for shape in shapes:
+        run = {"turns": [shape]}
+        out = io.StringIO()
+        commands = io.StringIO(json.dumps({"cmd": "run", "job": {}}) + "\n")
+
+        def handle(job: dict[str, Any], started: Any, run: dict[str, Any] = run) -> dict[str, Any]:
+            started()
+            return protocol_result(run)
+
+        assert serve(out, commands, handle, reuse=False) == 0
+        messages = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [m["event"] for m in messages] == ["ready", "started", "result"]
+        for message in messages:
+            assert problems(message) == [], message
+    assert raised["mro"] == ["TimeoutError", "OSError", "Exception"]
+    assert raised["causes"] == ["OSError: reset"]
+
+
+def test_problems_names_what_is_missing_or_wrong() -> None:
+    assert problems({"event": "ready", "t": 1.0}) == ["ready.pid=None is not a int"]
+    bad = {"event": "result", "status": "raised", "t": 1.0, "events": [], "events_dropped": 0}
+    bad |= {"details": {}, "error": "E", "mro": ["E", "Exception", "object"], "message": ""}
+    bad |= {"causes": []}
+    assert problems(bad) == ["mro=['E', 'Exception', 'object'] names object/BaseException"]
+    assert problems({"event": "result", "status": "done", "t": 1.0}) == [
+        "status='done'; allowed: returned, raised, skipped, not_applicable"
+    ]
