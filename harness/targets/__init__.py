@@ -42,12 +42,14 @@ def is_target(name: str) -> bool:
 def load_target(name: str) -> type[Target]:
     """The target class registered as ``name``; ValueError names the registered ones.
 
-    ``mutant:<name>`` is resolved by ``harness.mutants.load_mutant_target(name)``; an
+    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``; an
     unregistered ``module:Class`` path (a target under development, a test double) is
     imported as it is.
     """
     if name.startswith(MUTANT_PREFIX):
-        from harness.mutants import load_mutant_target
+        # harness.targets.mutants, not its re-export harness.mutants: that sits in a
+        # higher layer (pyproject.toml [tool.importlinter]).
+        from harness.targets.mutants import load_mutant_target
 
         return load_mutant_target(name)
     if name not in TARGETS and not _is_path(name):
