@@ -3,23 +3,14 @@
 What it is for: the middlebox shape of the CLOSE-WAIT hang (DESIGN.md, "Verified
 mechanics"). The provider closes, the relay's upstream socket sits in CLOSE_WAIT, and
 the client's leg stays ESTABLISHED and silent; keepalive cannot see it because the
-relay's kernel answers probes. Modes (``harness.relay.modes``, one strategy each),
-switchable at runtime with :meth:`Relay.set_mode`:
-
-    pass           relay bytes both ways; a FIN or RST on one leg is passed to the other
-    swallow_close  as pass, but an upstream FIN (or RST) is swallowed: the upstream socket
-                   is left in CLOSE_WAIT, the client leg is kept open and silent, bytes
-                   from the client are dropped, until the client closes its leg
-    idle_cut       as pass, but the client leg is cut (FIN, or RST with ``idle_cut_rst``)
-                   after ``idle_cut_s`` with no bytes from upstream, as proxies with an
-                   idle limit do
-    hold           stop relaying both ways (nothing is read, so kernel buffers fill),
-                   e.g. "hold at a scripted point"; switching back resumes
+relay's kernel answers probes. Modes (``pass``, ``swallow_close``, ``idle_cut``,
+``hold``; :mod:`harness.relay.modes`, one strategy each, documented there) are switchable
+at runtime with :meth:`Relay.set_mode`.
 
 Each relay keeps its own timeline of both legs (:class:`RelayEvent`): accepted,
 upstream_connected, bytes each way (cumulative), upstream_fin, swallowed, client_fin,
-fin_forwarded / fin_not_forwarded, idle_cut, reset, closed, mode changes, and ``tcp`` events with the kernel TCP states of
-the four sockets of a connection (client, relay client leg, relay upstream leg,
+fin_forwarded / fin_not_forwarded, idle_cut, reset, closed, mode changes, and ``tcp``
+events with the kernel TCP states of the four sockets of a connection (client, relay client leg, relay upstream leg,
 upstream server) read from /proc by :mod:`harness.tcpstate`, sampled on every event
 and on a bounded schedule (``sample_interval_s``, at most ``max_samples`` per
 connection), recorded only when something changed.
@@ -36,36 +27,19 @@ strategies), ``legs`` (one connection and what a mode may do to it), ``timeline`
 (events, waiting on them), ``sampling`` (TCP states), ``middlebox`` (the relay).
 """
 
-from harness.relay.legs import MAX_DATA_EVENTS
 from harness.relay.middlebox import Relay, RelayError
-from harness.relay.modes import MODE_TYPES, MODES, RelayMode
+from harness.relay.modes import MODES
 from harness.relay.sampling import LEGS
-from harness.relay.settings import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_IDLE_CUT_S,
-    DEFAULT_MAX_SAMPLES,
-    DEFAULT_READY_TIMEOUT_S,
-    DEFAULT_SAMPLE_INTERVAL_S,
-    RelaySettings,
-    relay_settings_from_dict,
-)
+from harness.relay.settings import RelaySettings, relay_settings_from_dict
 from harness.relay.timeline import RelayConnection, RelayEvent
 
 __all__ = [
-    "DEFAULT_CONNECT_TIMEOUT_S",
-    "DEFAULT_IDLE_CUT_S",
-    "DEFAULT_MAX_SAMPLES",
-    "DEFAULT_READY_TIMEOUT_S",
-    "DEFAULT_SAMPLE_INTERVAL_S",
     "LEGS",
-    "MAX_DATA_EVENTS",
     "MODES",
-    "MODE_TYPES",
     "Relay",
     "RelayConnection",
     "RelayError",
     "RelayEvent",
-    "RelayMode",
     "RelaySettings",
     "relay_settings_from_dict",
 ]

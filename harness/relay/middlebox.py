@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from harness.loopthread import LoopThread, LoopThreadError
@@ -68,6 +68,8 @@ class Relay:
         self._mode: RelayMode = MODE_TYPES[self.settings.mode]
         self._idle_cut_s = self.settings.idle_cut_s
         self._timeline = Timeline()
+        #: Block until an event is recorded: :meth:`harness.relay.timeline.Timeline.wait_for`.
+        self.wait_for = self._timeline.wait_for
         self._conns: dict[int, Connection] = {}
         self._conns_lock = threading.Lock()
         self._next_conn = 0
@@ -136,21 +138,6 @@ class Relay:
     def connections(self) -> list[RelayConnection]:
         with self._conns_lock:
             return [c.summary() for c in self._conns.values()]
-
-    def wait_for(
-        self,
-        kind: str,
-        *,
-        timeout: float,
-        count: int = 1,
-        conn: int | None = None,
-        where: Callable[[RelayEvent], bool] | None = None,
-    ) -> RelayEvent:
-        """Block until the ``count``-th event of ``kind`` (optionally on ``conn``, and
-        matching ``where``) is recorded; returns it. Raises ``TimeoutError`` naming what
-        was seen instead. ``tcp`` samples are taken off the loop, so they may be
-        recorded a few ms after the event that asked for them: wait for them here."""
-        return self._timeline.wait_for(kind, timeout=timeout, count=count, conn=conn, where=where)
 
     def sample(self) -> list[RelayEvent]:
         """Take a TCP state sample of every connection now; returns the ``tcp`` events

@@ -90,7 +90,8 @@ class Timeline:
     ) -> RelayEvent:
         """Block until the ``count``-th event of ``kind`` (optionally on ``conn``, and
         matching ``where``) is recorded; returns it. Raises ``TimeoutError`` naming what
-        was seen instead."""
+        was seen instead. ``tcp`` samples are taken off the loop, so they may be
+        recorded a few ms after the event that asked for them: wait for them here."""
         deadline = time.monotonic() + timeout
 
         def found() -> RelayEvent | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
-from harness.targets.warmup import warm_up
+from harness.targets.warmup import warm_up_target
 
 __all__ = ["OpenAISDKTarget"]
 
@@ -26,18 +26,7 @@ class OpenAISDKTarget(Target):
     reusable = True
 
     def prepare(self) -> None:
-        warm_up(self._warm_call, apis=self.apis)
-
-    def _warm_call(self, base_url: str, api: str, stream: bool) -> None:
-        self.call(
-            Job(
-                base_url=base_url,
-                api=api,
-                stream=stream,
-                messages=({"role": "user", "content": "warm up"},),
-            ),
-            EventLog(),
-        )
+        warm_up_target(self, apis=self.apis)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         import openai
