@@ -178,3 +178,29 @@ def test_problems_names_what_is_missing_or_wrong() -> None:
     assert problems({"event": "result", "status": "done", "t": 1.0}) == [
         "status='done'; allowed: returned, raised, skipped, not_applicable"
     ]
+
+
+@pytest.mark.parametrize(
+    "module", ["protocol.py", "hermes_driver.py", "hermes_spec.py", "hermes_turns.py"]
+)
+def test_modules_hermes_loads_by_path_import_only_the_stdlib_and_each_other(module: str) -> None:
+    """hermes-agent's venv has no harness package: these files may import the standard
+    library, hermes itself (``run_agent``) and their siblings (relative imports) only."""
+    import ast
+    import sys
+
+    tree = ast.parse((Path(PACKAGE_ROOT) / "harness" / "targets" / module).read_text())
+    siblings = {"protocol", "hermes_spec", "hermes_turns"}
+    allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: a sibling module
+                assert node.level == 1 and (node.module or "") in siblings | {""}, ast.dump(node)
+                continue
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            assert name.split(".")[0] in allowed, f"{module} imports {name}"
