@@ -206,8 +206,9 @@ def test_upstream_fin_is_not_recorded_as_forwarded_when_the_client_leg_is_gone()
             relay.wait_for(
                 "tcp",
                 timeout=5,
-                where=lambda e: e.states is not None
-                and e.states["relay_upstream"].startswith("CLOSE_WAIT"),
+                where=lambda e: (
+                    e.states is not None and e.states["relay_upstream"].startswith("CLOSE_WAIT")
+                ),
             )
             client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             client.close()  # RST: the client leg is gone
