@@ -8,6 +8,7 @@ fault server; they skip when that venv is missing, and fail instead when ``CI`` 
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from harness.targets.hermes import (
     unavailable_reason,
 )
 from harness.targets.hermes_turns import protocol_result
+from harness.targets.protocol import describe_exception, problems, serve
 
 # --------------------------------------------------------------------------- unit
 
@@ -180,6 +182,36 @@ def test_exception_raised_by_hermes_is_reported_with_its_mro() -> None:
     assert report["status"] == "raised"
     assert report["mro"] == ["TimeoutError", "OSError", "Exception"]
     assert report["causes"] == ["OSError: reset"]
+
+
+def test_hermes_results_pass_the_protocol_contract_for_every_turn_shape() -> None:
+    """hermes's result builder, through the shared loop, for each way a turn ends."""
+    try:
+        raise TimeoutError("stale") from OSError("reset")
+    except TimeoutError as exc:
+        raised = describe_exception(exc)
+    shapes = [
+        _turn(),
+        _turn(text="API call failed after 3 retries", failed=True),
+        _turn(text=None, completed=False, error="no reply " * 200),
+        _turn(text=None, exception=raised),
+    ]
+    for shape in shapes:
+        out = io.StringIO()
+        commands = io.StringIO(json.dumps({"cmd": "run", "job": {}}) + "\n")
+        run = _run(shape)
+
+        def handle(job: dict[str, Any], started: Any, run: Any = run) -> dict[str, Any]:
+            started()
+            return protocol_result(run)
+
+        assert serve(out, commands, handle, reuse=False) == 0
+        messages = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [m["event"] for m in messages] == ["ready", "started", "result"]
+        for message in messages:
+            assert problems(message) == [], message
+    assert raised["mro"] == ["TimeoutError", "OSError", "Exception"]
+    assert raised["causes"] == ["OSError: reset"]
 
 
 def test_driver_answers_a_bad_spec_with_one_json_line_naming_the_field() -> None:

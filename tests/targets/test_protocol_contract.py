@@ -4,13 +4,13 @@ Each child (reference, openai-sdk, hermes, and a test double) is started as the 
 starts it (``Target.command()``), given one job on a real fault server, then ``exit``.
 Every line it writes on stdout must be a protocol message with the fields
 :func:`harness.targets.protocol.problems` checks, in the order ready, started, result
-(then ready again for a reusable child). The in-process tests run the shared loop with
-the hermes driver's result builder, so its error fields are checked without hermes.
+(then ready again for a reusable child). tests/targets/test_hermes.py runs the shared
+loop with the hermes driver's result builder, so its error fields are checked without
+hermes too.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -25,12 +25,9 @@ from harness.server import FaultServer
 from harness.targets import load_target
 from harness.targets.base import Job
 from harness.targets.hermes import unavailable_reason
-from harness.targets.hermes_turns import protocol_result
 from harness.targets.protocol import (
     MAX_MESSAGE_CHARS,
-    describe_exception,
     problems,
-    serve,
 )
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
@@ -126,47 +123,6 @@ def test_a_job_a_child_cannot_run_is_answered_without_a_call(name: str) -> None:
     assert all(problems(m) == [] for m in messages)
     assert result["status"] in ("not_applicable", "skipped")
     assert "no-such-api" in result["message"]
-
-
-def test_hermes_results_pass_the_contract_for_every_turn_shape() -> None:
-    """hermes's result builder, through the shared loop, for each way a turn ends."""
-    try:
-        raise TimeoutError("stale") from OSError("reset")
-    except TimeoutError as exc:
-        raised = describe_exception(exc)
-    turn = {
-        "index": 0,
-        "text": "fine.",
-        "completed": True,
-        "failed": False,
-        "partial": False,
-        "turn_exit_reason": "text_response(finish_reason=stop)",
-        "error": None,
-        "api_calls": 1,
-        "exception": None,
-    }
-    shapes = [
-        turn,
-        {**turn, "text": "API call failed after 3 retries", "failed": True},
-        {**turn, "text": None, "completed": False, "error": "no reply " * 200},
-        {**turn, "text": None, "exception": raised},
-    ]
-    for shape in shapes:
-        run = {"turns": [shape]}
-        out = io.StringIO()
-        commands = io.StringIO(json.dumps({"cmd": "run", "job": {}}) + "\n")
-
-        def handle(job: dict[str, Any], started: Any, run: dict[str, Any] = run) -> dict[str, Any]:
-            started()
-            return protocol_result(run)
-
-        assert serve(out, commands, handle, reuse=False) == 0
-        messages = [json.loads(line) for line in out.getvalue().splitlines()]
-        assert [m["event"] for m in messages] == ["ready", "started", "result"]
-        for message in messages:
-            assert problems(message) == [], message
-    assert raised["mro"] == ["TimeoutError", "OSError", "Exception"]
-    assert raised["causes"] == ["OSError: reset"]
 
 
 def test_problems_names_what_is_missing_or_wrong() -> None:
