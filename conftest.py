@@ -23,7 +23,13 @@ MARKERS = (
 )
 
 #: Test paths (relative to tests/) whose tests go through an SDK transport.
-SDK_MATRIX_PATHS = ("client/", "runner/", "targets/test_reference", "targets/test_openai_sdk", "test_catalog.py", "server/test_sdk")
+SDK_MATRIX_PATHS = (
+    "client/",
+    "runner/",
+    "targets/test_protocol_contract.py",
+    "test_catalog.py",
+    "server/test_sdk.py",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:

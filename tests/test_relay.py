@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -186,6 +187,42 @@ def test_upstream_refused_closes_the_client_leg() -> None:
         with pytest.raises(httpx.TransportError):
             client.get(relay.url + "/v1/models")
         assert "Refused" in relay.wait_for("upstream_connect_failed", timeout=5).detail
+
+
+def test_upstream_fin_is_not_recorded_as_forwarded_when_the_client_leg_is_gone() -> None:
+    # The client resets its leg while the relay holds; then the upstream closes. That FIN
+    # cannot reach the client: a ``fin_forwarded`` event would put on the timeline a FIN
+    # that never went on the wire. The upstream is a plain socket written here.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(5)
+        upstream_port = listener.getsockname()[1]
+        with Relay(
+            upstream=("127.0.0.1", upstream_port), mode="hold", sample_interval_s=0.02
+        ) as relay:
+            client = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+            upstream, _ = listener.accept()
+            relay.wait_for("upstream_connected", timeout=5)
+            upstream.close()  # FIN; the relay holds, so nothing reads it yet
+            relay.wait_for(
+                "tcp",
+                timeout=5,
+                where=lambda e: (
+                    e.states is not None and e.states["relay_upstream"].startswith("CLOSE_WAIT")
+                ),
+            )
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # RST: the client leg is gone
+            relay.wait_for(
+                "tcp",
+                timeout=5,
+                where=lambda e: e.states is not None and e.states["relay_client"] == "gone",
+            )
+            relay.set_mode("pass")
+            relay.wait_for("closed", timeout=5)
+        kinds = [e.kind for e in relay.timeline() if e.conn == 1]
+    assert "upstream_fin" in kinds
+    assert "fin_forwarded" not in kinds
+    assert "fin_not_forwarded" in kinds
 
 
 def test_settings_errors_name_the_field_and_allowed_values() -> None:

@@ -2,7 +2,7 @@
 Toxiproxy hop, side by side in one run.
 
 Part 1 (kernel; root + ``ip netns``): for several client settings, a real dead path
-(:func:`harness.netem.kernel.run_dead_peer`: link down, no FIN, no RST) and the time from
+(:func:`harness.netem.deadpeer.run_dead_peer`: link down, no FIN, no RST) and the time from
 the cut to the client's error, against what the kernel settings promise:
 ``idle + interval x count`` while the client only waits, TCP_USER_TIMEOUT once its
 request is in flight. A row without a bound shows how long the client stayed stuck
@@ -203,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dead_peer_row(case, *, runs: int, margin_s: float) -> DeadPeerRow:
-    from harness.netem.kernel import KeepaliveSettings, KernelSettings, run_dead_peer
+    from harness.netem.deadpeer import run_dead_peer
+    from harness.netem.kernel import KeepaliveSettings, KernelSettings
 
     label, shape, ka, uto = case
     settings = KernelSettings(

@@ -204,14 +204,10 @@ def with_overlays(
 ) -> list[Any]:
     """``scenarios`` with the expectations overlays for ``targets`` merged in (the shipped
     ones under ``harness/catalog/expectations/`` and ``files``)."""
-    from harness.expectations import apply_overlays, overlays_for
+    from harness.expectations import with_overlays as merged
     from harness.scenario import CATALOG_DIR
 
-    # An overlay covers the whole catalog, not only this run's selection (file stems are
-    # the scenario names: the loader checks that).
-    directory = Path(args.scenarios_dir or CATALOG_DIR)
-    names = {s.name for s in scenarios} | {p.stem for p in directory.glob("*.toml")}
-    return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
+    return merged(scenarios, targets, files, catalog_dir=args.scenarios_dir or CATALOG_DIR)
 
 
 def jobs(args: argparse.Namespace) -> int:

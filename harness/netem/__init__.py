@@ -1,10 +1,13 @@
 """Real network faults the userspace fault server cannot make.
 
-- :mod:`harness.netem.toxiproxy`  a Toxiproxy server in front of the fault server, and
-  the validated, frozen toxic description scenarios embed (``toxic_from_dict``);
-- :mod:`harness.netem.kernel`     a kernel dead peer: two network namespaces joined by a
-  veth pair, the link taken down at a scripted point (no FIN, no RST);
-  ``run_dead_peer`` measures a client against it;
+- :mod:`harness.netem.toxiproxy`  a Toxiproxy server in front of the fault server;
+- :mod:`harness.netem.toxics`     the validated, frozen toxic description scenarios embed
+  (``toxic_from_dict``);
+- :mod:`harness.netem.kernel`     a kernel dead peer's settings (``[network.kernel]``): two
+  network namespaces joined by a veth pair (:mod:`harness.netem.netns`), the link taken
+  down at a scripted point (no FIN, no RST), the client's TCP state sampled
+  (:mod:`harness.netem.tcpwatch`); :mod:`harness.netem.deadpeer` measures a client
+  against it;
 - :mod:`harness.netem.backends`   runner-facing: the ``[network]`` table of a scenario and
   the set-up / tear-down of one backend (relay, toxiproxy, kernel) around one call;
 - :mod:`harness.netem.trigger`    scripted points (``event:3``, ``done:1``...) on the

@@ -53,8 +53,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.faults import FaultSpecError
-from harness.netem.kernel import KernelSettings, NetnsPair, TcpWatcher, kernel_settings_from_dict
-from harness.netem.toxiproxy import Toxic, toxic_from_dict
+from harness.netem.kernel import KernelSettings, kernel_settings_from_dict
+from harness.netem.netns import NetnsPair
+from harness.netem.tcpwatch import TcpWatcher
+from harness.netem.toxics import Toxic, toxic_from_dict
 from harness.netem.trigger import Trigger, parse_trigger, wait_for_trigger
 from harness.relay import Relay, RelaySettings, relay_settings_from_dict
 

@@ -16,7 +16,7 @@ killed (SIGTERM/SIGINT end it cleanly). With ``--announce`` it also prints its t
 as JSON lines, the same kinds as the fault server's (``accepted``, ``request_read``,
 ``headers_sent``, ``event_sent`` with ``n``, ``response_done``, ``closed``), each with
 ``t`` = ``time.monotonic()``, so a parent in another namespace can wait for a scripted
-point (``harness.netem.kernel.NamespacedServer``).
+point (``harness.netem.deadpeer.run_dead_peer``).
 """
 
 from __future__ import annotations

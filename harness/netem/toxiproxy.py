@@ -10,27 +10,8 @@ segments sliced small, and a proxy taken down (every connection dropped: a stale
         proxy.add(toxic_from_dict({"type": "latency", "latency": 200}))
         client = OpenAI(base_url=proxy.base_url, ...)
 
-A toxic is described by a frozen, validated :class:`Toxic` (what a scenario embeds;
-``toxic_from_dict`` raises ``FaultSpecError`` naming the field and the allowed values).
-Attribute names and units are Toxiproxy's own (README, "Toxics")::
-
-    latency     latency (ms, required), jitter (ms, 0)     delay every chunk
-    bandwidth   rate (KB/s, required)                      cap throughput
-    slow_close  delay (ms, required)                       delay the close
-    timeout     timeout (ms, 0 = never close)              drop all data, close after timeout
-    reset_peer  timeout (ms, 0 = at once)                  RST after timeout
-    limit_data  bytes (bytes, required)                    close after this many bytes
-    slicer      average_size (bytes, required),            slice data into small writes
-                size_variation (bytes, 0), delay (us, 0)
-    down        duration (ms, 0 = stays down)              not a Toxiproxy toxic: the proxy
-                                                           is disabled (every connection
-                                                           drops: a stale pool), enabled
-                                                           again after duration
-
-``stream`` is ``downstream`` (server -> client, default) or ``upstream``; ``toxicity``
-is the probability (0..1) a connection gets the toxic; ``at`` says when it is added
-(``start`` or a server timeline point, see :mod:`harness.netem.trigger`). Time
-attributes (ms, us) scale with ``time_scale`` via :meth:`Toxic.scaled`.
+The toxics themselves (what each does, its attributes and units) are described by
+:class:`~harness.netem.toxics.Toxic` in :mod:`harness.netem.toxics`.
 
 The server is driven through ``toxiproxy-python`` (package ``toxiproxy``). That client
 keeps the API address in class attributes of ``APIConsumer``; every call here sets them
@@ -46,45 +27,24 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import itertools
-import math
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.faults import FaultSpecError
-from harness.netem.trigger import Trigger, parse_trigger
+from harness.netem.toxics import Toxic
 
 __all__ = [
     "DEFAULT_READY_TIMEOUT_S",
-    "STREAMS",
-    "TOXIC_TYPES",
-    "Toxic",
     "ToxiproxyError",
     "ToxiproxyProxy",
     "ToxiproxyServer",
-    "toxic_from_dict",
 ]
 
-#: type -> {attribute: (unit, default or None when required)}
-TOXIC_TYPES: dict[str, dict[str, tuple[str, int | None]]] = {
-    "latency": {"latency": ("ms", None), "jitter": ("ms", 0)},
-    "bandwidth": {"rate": ("KB/s", None)},
-    "slow_close": {"delay": ("ms", None)},
-    "timeout": {"timeout": ("ms", 0)},
-    "reset_peer": {"timeout": ("ms", 0)},
-    "limit_data": {"bytes": ("bytes", None)},
-    "slicer": {"average_size": ("bytes", None), "size_variation": ("bytes", 0), "delay": ("us", 0)},
-    "down": {"duration": ("ms", 0)},
-}
-STREAMS = ("downstream", "upstream")
-_TIME_UNITS = ("ms", "us")
 DEFAULT_READY_TIMEOUT_S = 10.0
 DEFAULT_API_TIMEOUT_S = 10.0
 _START_ATTEMPTS = 3  # a free port picked here may be taken before the server binds it
@@ -92,113 +52,6 @@ _START_ATTEMPTS = 3  # a free port picked here may be taken before the server bi
 
 class ToxiproxyError(RuntimeError):
     """The Toxiproxy server failed to start, or an API call failed; says which and why."""
-
-
-@dataclass(frozen=True)
-class Toxic:
-    """One toxic, validated eagerly. ``attributes`` is a sorted tuple of (name, value)
-    pairs with every default filled in; read it as a dict with :attr:`attrs`."""
-
-    type: str
-    name: str = ""
-    stream: str = "downstream"
-    toxicity: float = 1.0
-    attributes: tuple[tuple[str, int], ...] = ()
-    at: Trigger = Trigger()
-
-    def __post_init__(self) -> None:
-        if self.type not in TOXIC_TYPES:
-            raise FaultSpecError("type", self.type, ", ".join(TOXIC_TYPES))
-        if self.stream not in STREAMS:
-            raise FaultSpecError("stream", self.stream, ", ".join(STREAMS))
-        t = self.toxicity
-        if not (
-            isinstance(t, int | float)
-            and not isinstance(t, bool)
-            and math.isfinite(t)
-            and 0 <= t <= 1
-        ):
-            raise FaultSpecError("toxicity", t, "a number from 0 to 1 (probability per connection)")
-        if not isinstance(self.at, Trigger):
-            object.__setattr__(self, "at", parse_trigger(self.at))
-        spec = TOXIC_TYPES[self.type]
-        given = dict(self.attributes)
-        for key, value in given.items():
-            if key not in spec:
-                allowed = ", ".join(f"{k} ({u})" for k, (u, _) in spec.items()) or "none"
-                raise FaultSpecError(key, value, f"attributes of {self.type}: {allowed}")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise FaultSpecError(key, value, f"a whole number >= 0 ({spec[key][0]})")
-        full = {}
-        for key, (unit, default) in spec.items():
-            if key not in given and default is None:
-                raise FaultSpecError(
-                    key, None, f"required for {self.type}: a whole number >= 0 ({unit})"
-                )
-            full[key] = given.get(key, default)
-        if self.type == "slicer" and full["size_variation"] >= full["average_size"] > 0:
-            raise FaultSpecError(
-                "size_variation",
-                full["size_variation"],
-                f"less than average_size ({full['average_size']})",
-            )
-        object.__setattr__(self, "attributes", tuple(sorted(full.items())))
-        if not self.name:
-            object.__setattr__(self, "name", f"{self.type}_{self.stream}")
-
-    @property
-    def attrs(self) -> dict[str, int]:
-        return dict(self.attributes)
-
-    def scaled(self, k: float) -> Toxic:
-        """A copy with every time attribute (ms, us) multiplied by ``k``."""
-        spec = TOXIC_TYPES[self.type]
-        attrs = {n: (round(v * k) if spec[n][0] in _TIME_UNITS else v) for n, v in self.attributes}
-        return dataclasses.replace(self, attributes=tuple(attrs.items()))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The scenario form (round-trips through :func:`toxic_from_dict`)."""
-        return {
-            "type": self.type,
-            "name": self.name,
-            "stream": self.stream,
-            "toxicity": self.toxicity,
-            "at": str(self.at),
-            **self.attrs,
-        }
-
-    def __str__(self) -> str:
-        units = TOXIC_TYPES[self.type]
-        extra = ", ".join(
-            f"{n}={v}{units[n][0] if units[n][0] != 'bytes' else 'B'}" for n, v in self.attributes
-        )
-        where = "" if self.at.immediate else f"@{self.at}"
-        return f"{self.type}[{self.stream}]{where}" + (f"({extra})" if extra else "")
-
-
-def toxic_from_dict(data: Mapping[str, Any], *, where: str = "toxic") -> Toxic:
-    """Build a :class:`Toxic` from a scenario table: ``{type = "latency", latency = 200,
-    stream = "downstream", toxicity = 1.0, at = "start", name = "..."}``. Attributes may
-    also be nested under ``attributes = {...}``. Errors name ``where.field``."""
-    if not isinstance(data, Mapping):
-        raise FaultSpecError(where, data, "a table with type and its attributes")
-    data = dict(data)
-    toxic_type = data.pop("type", None)
-    if toxic_type not in TOXIC_TYPES:
-        raise FaultSpecError(f"{where}.type", toxic_type, ", ".join(TOXIC_TYPES))
-    fields = {k: data.pop(k) for k in ("name", "stream", "toxicity", "at") if k in data}
-    nested = data.pop("attributes", {})
-    if not isinstance(nested, Mapping):
-        raise FaultSpecError(f"{where}.attributes", nested, "a table of attribute = value")
-    attrs = {**dict(nested), **data}
-    try:
-        if "at" in fields:
-            fields["at"] = parse_trigger(fields["at"])
-        if "name" in fields and not (isinstance(fields["name"], str) and fields["name"].strip()):
-            raise FaultSpecError("name", fields["name"], "a non-empty string")
-        return Toxic(type=toxic_type, attributes=tuple(attrs.items()), **fields)
-    except FaultSpecError as exc:
-        raise FaultSpecError(f"{where}.{exc.field}", exc.value, exc.allowed) from None
 
 
 class ToxiproxyServer:

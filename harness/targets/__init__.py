@@ -69,12 +69,14 @@ def is_target(name: str) -> bool:
 def load_target(name: str) -> type[Target]:
     """The target class for ``name``; ValueError names the allowed values.
 
-    ``mutant:<name>`` is resolved by ``harness.mutants.load_mutant_target(name)``; a
+    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``; a
     ``module:Class`` path is imported as it is (ImportError / AttributeError propagate,
     so a broken target module is never mistaken for an unknown name).
     """
     if name.startswith(MUTANT_PREFIX):
-        from harness.mutants import load_mutant_target
+        # harness.targets.mutants, not its re-export harness.mutants: that sits in a
+        # higher layer (pyproject.toml [tool.importlinter]).
+        from harness.targets.mutants import load_mutant_target
 
         return load_mutant_target(name)
     registered = registered_targets()

@@ -47,7 +47,7 @@ from harness.targets.base import (
     Target,
     TargetUnsupported,
 )
-from harness.targets.hermes_driver import SETTING_ENV, UNMAPPED_SETTINGS, hermes_config, hermes_env
+from harness.targets.hermes_spec import SETTING_ENV, UNMAPPED_SETTINGS, hermes_config, hermes_env
 
 __all__ = [
     "DEFAULT_HERMES_PYTHON",

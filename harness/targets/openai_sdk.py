@@ -23,7 +23,7 @@ from harness.targets.base import (
     follow_up,
     pause_between_calls,
 )
-from harness.targets.warmup import warm_up
+from harness.targets.warmup import warm_up_target
 
 __all__ = ["OpenAISDKTarget"]
 
@@ -35,18 +35,7 @@ class OpenAISDKTarget(Target):
     follows_up = True
 
     def prepare(self) -> None:
-        warm_up(self._warm_call, apis=self.apis)
-
-    def _warm_call(self, base_url: str, api: str, stream: bool) -> None:
-        self.call(
-            Job(
-                base_url=base_url,
-                api=api,
-                stream=stream,
-                messages=({"role": "user", "content": "warm up"},),
-            ),
-            EventLog(),
-        )
+        warm_up_target(self, apis=self.apis)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         import openai

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
-from harness.targets.warmup import warm_up
+from harness.targets.warmup import warm_up_target
 
 __all__ = ["SCALED_SETTINGS", "ReferenceTarget", "scaled_settings"]
 
@@ -41,18 +41,7 @@ class ReferenceTarget(Target):
     reusable = True
 
     def prepare(self) -> None:
-        warm_up(self._warm_call, apis=("chat", "responses"))
-
-    def _warm_call(self, base_url: str, api: str, stream: bool) -> None:
-        self.call(
-            Job(
-                base_url=base_url,
-                api=api,
-                stream=stream,
-                messages=({"role": "user", "content": "warm up"},),
-            ),
-            EventLog(),
-        )
+        warm_up_target(self, apis=("chat", "responses"))
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ClientSettings, ReferenceClient

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness.client import ClientSettings, ReferenceClient, errors
+from harness.client.clock import FakeClock
 from harness.faults import script_from_dict
 from harness.relay import Relay
 
@@ -161,7 +162,8 @@ def test_fault_on_every_attempt_raises_the_typed_error_then_the_client_recovers(
         client.complete(USER, api=row.api, stream=row.stream)
     err = info.value
     assert isinstance(_final(err), row.expected), repr(err)
-    assert err.elapsed_s is not None and err.elapsed_s < row.settings.hard_ceiling_s + 1.0
+    # How late a deadline ends the call is `harness bench watchdog`'s figure, not a bound here.
+    assert err.elapsed_s is not None
     if isinstance(err, errors.RetriesExhausted):
         assert [a.attempt for a in err.attempts] == [1, 2]
     fault_server.load(script_from_dict(row.script or None))
@@ -307,10 +309,12 @@ def test_a_retry_after_longer_than_the_remaining_ceiling_is_not_waited_out(fault
         )
     )
     settings = FAST.replace(hard_ceiling_s=1.0, retry_after_max_s=60.0)
-    with ReferenceClient(fault_server.base_url, settings=settings) as client:
+    # On a clock that moves only when told, waiting out the Retry-After would never end.
+    clock = FakeClock()
+    with ReferenceClient(fault_server.base_url, settings=settings, clock=clock) as client:
         with pytest.raises(errors.RetriesExhausted, match="cross the hard ceiling") as info:
             client.complete(USER)
-    assert info.value.elapsed_s is not None and info.value.elapsed_s < 1.0
+    assert info.value.elapsed_s == 0.0
     assert len(info.value.attempts) == 1 and info.value.attempts[0].retry_after_s == 30.0
 
 
@@ -433,9 +437,8 @@ def test_an_idle_deadline_alone_ends_a_stall_long_before_the_read_timeout(fault_
         with pytest.raises(errors.StreamIdleTimeout) as info:
             client.complete(USER)
     assert info.value.deadline == "stream_idle_s"
-    assert (
-        info.value.elapsed_s is not None and info.value.elapsed_s < 10.0
-    )  # sanity bound, not a figure
+    # httpx's read timeout would say deadline="read_timeout_s": the idle deadline came first.
+    assert info.value.elapsed_s is not None
 
 
 @pytest.mark.timeout(30)

@@ -5,7 +5,6 @@ succeeds; a state machine over chat / rebuild / close / inject fault / heal keep
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -31,8 +30,6 @@ TINY = ClientSettings(
     backoff_max_s=0.01,
     retry_after_max_s=0.05,
 )
-#: Scheduling noise on two shared cores: a sanity bound, not a performance claim.
-SLACK_S = 1.0
 
 _body_phase = st.one_of(
     st.just("headers"),
@@ -78,17 +75,18 @@ CALLS = st.tuples(st.sampled_from(["chat", "responses", "messages"]), st.boolean
 
 def check_one_call(client: ReferenceClient, srv: FaultServer, api: str, stream: bool) -> bool:
     """Run one call; assert the invariants; True if it returned a reply."""
-    started = time.monotonic()
     try:
         reply = client.complete(USER, api=api, stream=stream)
     except errors.HarnessError as err:
-        assert err.elapsed_s is not None and err.elapsed_s <= TINY.hard_ceiling_s + SLACK_S
+        # Ended by our deadlines, never by httpx's read timeout (5 s, past the 1.2 s ceiling);
+        # how late a deadline fires is `harness bench watchdog`'s figure, not a bound here.
+        final = err.attempts[-1] if isinstance(err, errors.RetriesExhausted) else err
+        assert err.elapsed_s is not None and final.deadline != "read_timeout_s", repr(err)
         ok = False
     else:
         # never partial, truncated or mixed text: exactly the full reply
         assert reply.text == srv.requests()[-1].expected_text
         ok = True
-    assert time.monotonic() - started <= TINY.hard_ceiling_s + SLACK_S
     return ok
 
 

@@ -15,6 +15,7 @@ from harness.environment import Environment
 from harness.faults import FaultScript
 from harness.live import cli_live
 from harness.live.session import plan_sequences
+from harness.server import FaultServer
 
 FAKE_KEY = "sk-or-v1-FAKEKEY-cli-0123456789abcdef0123456789ab"
 
@@ -54,7 +55,6 @@ def test_help_is_available(capsys):
 
 
 def test_the_live_path_runs_end_to_end_against_the_base_url_override(tmp_path):
-    FaultServer = pytest.importorskip("harness.server").FaultServer
     seed = 11
     words = [c.word for seq in plan_sequences(random.Random(seed)) for c in seq]
     # One reply that contains every case's word, so each echo check passes for real.
@@ -73,7 +73,6 @@ def test_the_live_path_runs_end_to_end_against_the_base_url_override(tmp_path):
 
 
 def test_the_live_path_fails_with_exit_1_when_a_reply_carries_a_sentinel():
-    FaultServer = pytest.importorskip("harness.server").FaultServer
     seed = 12
     words = [c.word for seq in plan_sequences(random.Random(seed)) for c in seq]
     content = " ".join(words) + " Error: Request timed out."

@@ -19,8 +19,7 @@ from harness.live.dry_run import dry_run_config, dry_run_plan, run_dry
 from harness.live.redact import Redactor
 from harness.live.report import render_console, to_junit, to_markdown, write_json
 from harness.live.session import make_reference_client, run_tier
-
-FaultServer = pytest.importorskip("harness.server").FaultServer
+from harness.server import FaultServer  # a broken server module must fail here, not skip
 
 FAKE_KEY = "sk-or-v1-FAKEKEY-dryrun-5f3c9a0b7d1e2f4a6c8b0d2e4f6a8c0b"
 

@@ -1,4 +1,4 @@
-"""harness.netem.kernel: a real dead path between two network namespaces.
+"""harness.netem.kernel, netns, deadpeer: a real dead path between two network namespaces.
 
 Needs root and `ip netns` (skips locally without them, fails in CI). Keepalive 1/1/2
 keeps each run to a few seconds; timing bounds are generous sanity bounds (two shared
@@ -14,15 +14,10 @@ import sys
 import pytest
 
 from harness.faults import FaultSpecError
-from harness.netem import kernel
-from harness.netem.kernel import (
-    KeepaliveSettings,
-    KernelSettings,
-    NetnsPair,
-    cleanup_stale,
-    kernel_settings_from_dict,
-    run_dead_peer,
-)
+from harness.netem import netns as lifecycle
+from harness.netem.deadpeer import run_dead_peer
+from harness.netem.kernel import KeepaliveSettings, KernelSettings, kernel_settings_from_dict
+from harness.netem.netns import NetnsPair, cleanup_stale
 from harness.netem.prereq import PROJECT_ROOT, require_netns
 from harness.netem.sse_stub import StubServer, StubSettings
 from harness.netem.trigger import Trigger
@@ -87,7 +82,7 @@ def test_namespaces_are_removed_on_exit_even_after_an_error(netns) -> None:
         assert {pair.server_ns, pair.client_ns} <= namespaces()
         raise RuntimeError("boom")
     assert not {pair.server_ns, pair.client_ns} & namespaces()
-    assert pair not in kernel._live
+    assert pair not in lifecycle._live
 
 
 @pytest.mark.netem
@@ -115,7 +110,7 @@ def test_server_in_namespace_a_is_reachable_from_b_only(netns) -> None:
 @pytest.mark.netem
 @pytest.mark.timeout(30)
 def test_cleanup_stale_removes_namespaces_of_dead_runs_only(netns) -> None:
-    dead_pid = next(p for p in range(4_194_000, 4_194_300) if not kernel._pid_alive(p))
+    dead_pid = next(p for p in range(4_194_000, 4_194_300) if not lifecycle._pid_alive(p))
     stale = f"hx-{dead_pid}-1-a"
     subprocess.run(["ip", "netns", "add", stale], check=True)
     try:
@@ -202,7 +197,7 @@ def _child_holding_a_pair() -> tuple[subprocess.Popen[str], set[str]]:
     to be interrupted or killed by the test; returns it and the names."""
     child = (
         "import time\n"
-        "from harness.netem.kernel import NetnsPair\n"
+        "from harness.netem.netns import NetnsPair\n"
         "pair = NetnsPair()\n"
         "pair.create()\n"
         "print(pair.server_ns, pair.client_ns, flush=True)\n"

@@ -12,7 +12,8 @@ import pytest
 from harness.faults import FaultSpecError
 from harness.netem.prereq import require_toxiproxy
 from harness.netem.sse_stub import StubServer, StubSettings
-from harness.netem.toxiproxy import Toxic, ToxiproxyError, ToxiproxyServer, toxic_from_dict
+from harness.netem.toxics import Toxic, toxic_from_dict
+from harness.netem.toxiproxy import ToxiproxyError, ToxiproxyServer
 from harness.netem.trigger import Trigger
 
 BODY = {"model": "test-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}

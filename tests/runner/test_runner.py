@@ -77,7 +77,8 @@ def test_error_records_detection_latency_from_the_server_timeline(server):
     result = run_case(s, "openai-sdk", server=server, settings=RunSettings(time_scale=FAST))
     assert result.outcome.label in ("error(ReadError)", "error(APIConnectionError)"), result.message
     assert result.matched
-    assert result.latency_s is not None and 0 <= result.latency_s < 5
+    # Detection happens inside the case: no wall-clock figure here (harness bench has them).
+    assert result.latency_s is not None and 0 <= result.latency_s <= result.elapsed_s
 
 
 @pytest.mark.timeout(60)

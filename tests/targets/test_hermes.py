@@ -1,6 +1,6 @@
 """The hermes-agent target: the driver's pure parts everywhere, real hermes where installed.
 
-Unit tests import ``hermes_driver`` in this venv (it is stdlib-only) and check the
+Unit tests import the driver's modules in this venv (it is stdlib-only) and check the
 setting -> environment mapping, spec validation and how a run becomes a protocol result.
 Tests marked ``hermes`` run a real ``AIAgent`` from ``.cache/hermes-venv`` against the
 fault server; they skip when that venv is missing, and fail instead when ``CI`` is set.
@@ -8,6 +8,7 @@ fault server; they skip when that venv is missing, and fail instead when ``CI`` 
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from harness.environment import Environment, read_environment, scrubbed
 from harness.faults import script_from_dict
 from harness.live.sentinels import find_sentinels
 from harness.outcome import classify
-from harness.targets import hermes_driver as driver
+from harness.targets import hermes_spec as driver
 from harness.targets.hermes import (
     DRIVER_PATH,
     HermesCall,
@@ -30,6 +31,8 @@ from harness.targets.hermes import (
     run_hermes,
     unavailable_reason,
 )
+from harness.targets.hermes_turns import protocol_result
+from harness.targets.protocol import describe_exception, problems, serve
 
 # --------------------------------------------------------------------------- unit
 
@@ -136,7 +139,7 @@ def _run(*turns: dict[str, Any]) -> dict[str, Any]:
 
 def test_failed_turn_is_reported_as_returned_text_that_the_runner_calls_error_as_reply() -> None:
     text = "API call failed after 3 retries: Connection error."
-    report = driver.protocol_result(_run(_turn(text=text, failed=True, completed=False)))
+    report = protocol_result(_run(_turn(text=text, failed=True, completed=False)))
     assert report["status"] == "returned"
     assert report["text"] == text
     outcome = classify(
@@ -149,7 +152,7 @@ def test_failed_turn_is_reported_as_returned_text_that_the_runner_calls_error_as
 
 
 def test_turn_without_reply_text_is_reported_as_hermes_no_reply_with_its_error() -> None:
-    report = driver.protocol_result(
+    report = protocol_result(
         _run(
             _turn(
                 text=None,
@@ -166,22 +169,49 @@ def test_turn_without_reply_text_is_reported_as_hermes_no_reply_with_its_error()
 
 def test_first_unclean_turn_of_several_decides_the_report() -> None:
     run = _run(_turn(0), _turn(1, text="API call failed after 3 retries: x", failed=True), _turn(2))
-    report = driver.protocol_result(run)
+    report = protocol_result(run)
     assert report["text"].startswith("API call failed")
     assert report["message"] == "turn 2/3: "
     assert report["texts"] == ["fine.", "API call failed after 3 retries: x", "fine."]
 
 
 def test_exception_raised_by_hermes_is_reported_with_its_mro() -> None:
-    exc = {
-        "type": "TimeoutError",
-        "mro": ["TimeoutError", "OSError", "Exception", "BaseException", "object"],
-        "message": "stale",
-        "cause": None,
-    }
-    report = driver.protocol_result(_run(_turn(exception=exc, text=None)))
+    exc = {"error": "TimeoutError", "mro": ["TimeoutError", "OSError", "Exception"]}
+    exc |= {"message": "stale", "causes": ["OSError: reset"]}
+    report = protocol_result(_run(_turn(exception=exc, text=None)))
     assert report["status"] == "raised"
     assert report["mro"] == ["TimeoutError", "OSError", "Exception"]
+    assert report["causes"] == ["OSError: reset"]
+
+
+def test_hermes_results_pass_the_protocol_contract_for_every_turn_shape() -> None:
+    """hermes's result builder, through the shared loop, for each way a turn ends."""
+    try:
+        raise TimeoutError("stale") from OSError("reset")
+    except TimeoutError as exc:
+        raised = describe_exception(exc)
+    shapes = [
+        _turn(),
+        _turn(text="API call failed after 3 retries", failed=True),
+        _turn(text=None, completed=False, error="no reply " * 200),
+        _turn(text=None, exception=raised),
+    ]
+    for shape in shapes:
+        out = io.StringIO()
+        commands = io.StringIO(json.dumps({"cmd": "run", "job": {}}) + "\n")
+        run = _run(shape)
+
+        def handle(job: dict[str, Any], started: Any, run: Any = run) -> dict[str, Any]:
+            started()
+            return protocol_result(run)
+
+        assert serve(out, commands, handle, reuse=False) == 0
+        messages = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [m["event"] for m in messages] == ["ready", "started", "result"]
+        for message in messages:
+            assert problems(message) == [], message
+    assert raised["mro"] == ["TimeoutError", "OSError", "Exception"]
+    assert raised["causes"] == ["OSError: reset"]
 
 
 def test_driver_answers_a_bad_spec_with_one_json_line_naming_the_field() -> None:

@@ -1,0 +1,206 @@
+"""The child side of the target protocol, written once (see :mod:`harness.targets.base`).
+
+Every target child speaks it: ``harness.targets.child`` (any :class:`Target` in this
+venv) and ``hermes_driver.py`` (hermes-agent's own venv). So this module imports only
+the standard library and nothing from ``harness``: the hermes driver loads it by file
+path, where the harness package is not importable.
+
+What is fixed here, for every child:
+
+* the events: ``ready`` (pid, t), ``started`` (t), ``result`` (status, t, events,
+  events_dropped, details, and the status's fields), ``fatal`` (the child cannot run);
+* how an exception is reported (:func:`describe_exception`): ``error`` (class name, or
+  ``Wrapper:Last`` for an error carrying ``attempts``), ``mro`` (class names without
+  ``object`` and ``BaseException``), ``message`` (cut at :data:`MAX_MESSAGE_CHARS`),
+  ``causes`` (``"Type: message"`` of the ``__cause__``/``__context__`` chain);
+* the command loop (:func:`serve`) and that the protocol owns the real stdout
+  (:func:`claim_stdout`);
+* :func:`problems`: what is wrong with one message, for the contract test and readers.
+
+Not here: building or running a target (``harness.targets.child``, the hermes driver)
+or the parent side (``harness.targets.process``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+__all__ = [
+    "MAX_CAUSES",
+    "MAX_CAUSE_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "STATUSES",
+    "claim_stdout",
+    "describe_exception",
+    "fatal",
+    "mro_names",
+    "problems",
+    "send",
+    "serve",
+]
+
+#: Error messages are cut here: enough to recognise, never a whole response body.
+MAX_MESSAGE_CHARS = 500
+#: How much of an exception's cause chain is reported, and how much of each message.
+MAX_CAUSES = 5
+MAX_CAUSE_CHARS = 200
+#: A result's ``status`` values.
+STATUSES = ("returned", "raised", "skipped", "not_applicable")
+#: Attributes of the reference client's errors carried into a raised result.
+_ERROR_FIELDS = ("deadline", "attempt", "elapsed_s", "status_code")
+
+#: ``handle(job, started)`` runs one job: it calls ``started()`` just before the call and
+#: returns the result's fields (``status`` and the status's own; ``t``, ``events``,
+#: ``events_dropped`` and ``details`` are filled in when missing).
+Handler = Callable[[dict[str, Any], Callable[[], None]], dict[str, Any]]
+
+
+def claim_stdout() -> TextIO:
+    """The real stdout as the protocol's channel; fd 1 then points at stderr, so whatever
+    the client prints (Python or C level) never breaks a protocol line."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    return proto
+
+
+def send(proto: TextIO, message: Mapping[str, Any]) -> None:
+    """Write one protocol line and flush it."""
+    proto.write(json.dumps(message, default=str) + "\n")
+    proto.flush()
+
+
+def fatal(proto: TextIO, exc: BaseException | None = None, *, message: str = "") -> None:
+    """Say the child cannot run (a broken target, a bad command line)."""
+    send(proto, {"event": "fatal", **(describe_exception(exc) if exc else {"message": message})})
+
+
+def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
+    """The command loop: ``ready``, a ``run`` command, ``result``; then ``ready`` again and
+    the next command when ``reuse``, else wait for ``exit`` (the runner reads the child's
+    leaks meanwhile). Returns the exit status (0)."""
+    while True:
+        send(proto, {"event": "ready", "pid": os.getpid(), "t": time.monotonic()})
+        line = stdin.readline()
+        if not line:
+            return 0
+        message = json.loads(line)
+        if message.get("cmd") != "run":
+            return 0
+        report = handle(
+            message["job"], lambda: send(proto, {"event": "started", "t": time.monotonic()})
+        )
+        send(proto, {"event": "result", **_complete(report)})
+        if not reuse:
+            stdin.readline()  # "exit" or EOF
+            return 0
+
+
+def describe_exception(exc: BaseException) -> dict[str, Any]:
+    """Class name, MRO names, message, cause chain and the reference client's fields."""
+    mro = mro_names(exc)
+    name = type(exc).__name__
+    causes: list[str] = []
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and len(causes) < MAX_CAUSES:
+        causes.append(f"{type(inner).__name__}: {str(inner)[:MAX_CAUSE_CHARS]}")
+        inner = inner.__cause__ or inner.__context__
+    attempts = getattr(exc, "attempts", None)
+    attempts = list(attempts) if isinstance(attempts, list | tuple) else None
+    if attempts and isinstance(attempts[-1], BaseException):
+        # RetriesExhausted: the last attempt's error says what actually went wrong, and a
+        # scenario may expect it ("error:StreamIdleTimeout") or the wrapper.
+        last = attempts[-1]
+        name = f"{name}:{type(last).__name__}"
+        mro += [n for n in mro_names(last) if n not in mro]
+    out: dict[str, Any] = {
+        "error": name,
+        "mro": mro,
+        "message": str(exc)[:MAX_MESSAGE_CHARS],
+        "causes": causes,
+    }
+    for attr in _ERROR_FIELDS:
+        value = getattr(exc, attr, None)
+        if value is None and attr == "deadline" and attempts:
+            value = getattr(attempts[-1], "deadline", None)
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            out[attr] = value
+    if attempts is not None:
+        out["attempt_errors"] = [type(a).__name__ for a in attempts]
+    return out
+
+
+def mro_names(exc: BaseException) -> list[str]:
+    """``type(exc).__mro__`` as names, without the two bases every exception has."""
+    return [c.__name__ for c in type(exc).__mro__ if c not in (object, BaseException)]
+
+
+def problems(message: Mapping[str, Any]) -> list[str]:
+    """What is wrong with one protocol message (empty when it is well formed)."""
+    event = message.get("event")
+    out: list[str] = []
+    if event == "ready":
+        _check(out, message, "pid", int)
+    elif event not in ("started", "result", "fatal"):
+        return [f"event={event!r}; allowed: ready, started, result, fatal"]
+    if event != "fatal":
+        _check(out, message, "t", float)
+    if event == "result":
+        status = message.get("status")
+        if status not in STATUSES:
+            return [*out, f"status={status!r}; allowed: {', '.join(STATUSES)}"]
+        _check(out, message, "events", list)
+        _check(out, message, "events_dropped", int)
+        _check(out, message, "details", dict)
+        for item in message.get("events") or ():
+            if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], float)):
+                out.append(f"events item {item!r} is not [t, kind, detail]")
+        if status == "returned":
+            _check(out, message, "text", str)
+            _check(out, message, "texts", list)
+        elif status == "raised":
+            out += _error_problems(message)
+        else:
+            _check(out, message, "message", str)
+    if event == "fatal":
+        _check(out, message, "message", str)
+    return out
+
+
+def _error_problems(message: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    _check(out, message, "error", str)
+    _check(out, message, "message", str)
+    _check(out, message, "causes", list)
+    mro = message.get("mro")
+    if not (isinstance(mro, list) and mro and all(isinstance(n, str) for n in mro)):
+        out.append(f"mro={mro!r} is not a non-empty list of class names")
+    elif {"object", "BaseException"} & set(mro):
+        out.append(f"mro={mro!r} names object/BaseException")
+    elif str(message.get("error", "")).split(":")[0] != mro[0]:
+        out.append(f"mro[0]={mro[0]!r} is not the error class {message.get('error')!r}")
+    if len(str(message.get("message", ""))) > MAX_MESSAGE_CHARS:
+        out.append(f"message is longer than {MAX_MESSAGE_CHARS} characters")
+    return out
+
+
+def _check(out: list[str], message: Mapping[str, Any], key: str, kind: type) -> None:
+    value = message.get(key)
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if kind is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        out.append(f"{message.get('event')}.{key}={value!r} is not a {kind.__name__}")
+
+
+def _complete(report: dict[str, Any]) -> dict[str, Any]:
+    report.setdefault("t", time.monotonic())
+    report.setdefault("events", [])
+    report.setdefault("events_dropped", 0)
+    report.setdefault("details", {})
+    return report

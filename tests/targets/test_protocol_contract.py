@@ -1,0 +1,162 @@
+"""The child protocol's contract, run against every target child.
+
+Each child (reference, openai-sdk, hermes, and a test double) is started as the runner
+starts it (``Target.command()``), given one job on a real fault server, then ``exit``.
+Every line it writes on stdout must be a protocol message with the fields
+:func:`harness.targets.protocol.problems` checks, in the order ready, started, result
+(then ready again for a reusable child). tests/targets/test_hermes.py runs the shared
+loop with the hermes driver's result builder, so its error fields are checked without
+hermes too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.environment import read_environment, scrubbed
+from harness.faults import script_from_dict
+from harness.server import FaultServer
+from harness.targets import load_target
+from harness.targets.base import Job
+from harness.targets.hermes import unavailable_reason
+from harness.targets.protocol import (
+    MAX_MESSAGE_CHARS,
+    problems,
+)
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+DOUBLE = "targets.protocol_double:ChainedErrorTarget"
+CHILDREN = ["reference", "openai-sdk", "hermes", DOUBLE]
+
+
+def run_child(name: str, job: dict[str, Any], *, timeout_s: float) -> list[dict[str, Any]]:
+    """Start ``name``'s child, send one job and ``exit``; every stdout line, parsed."""
+    env = scrubbed(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join((PACKAGE_ROOT, TESTS_DIR))
+    proc = subprocess.run(
+        load_target(name).command(),
+        input=(json.dumps({"cmd": "run", "job": job}) + '\n{"cmd": "exit"}\n').encode(),
+        capture_output=True,
+        env=env,
+        timeout=timeout_s,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = proc.stdout.decode().splitlines()
+    return [json.loads(line) for line in lines]  # a stray non-JSON line fails here
+
+
+def check_conversation(name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    expected = ["ready", "started", "result"]
+    if load_target(name).reusable:
+        expected.append("ready")  # offered for the next job; "exit" ends it
+    assert [m["event"] for m in messages] == expected
+    for message in messages:
+        assert problems(message) == [], message
+    times = [m["t"] for m in messages]
+    assert times == sorted(times)
+    return messages[2]
+
+
+@pytest.fixture(params=CHILDREN)
+def child(request: pytest.FixtureRequest) -> str:
+    if request.param == "hermes":
+        reason = unavailable_reason()
+        if reason is not None:
+            if read_environment().ci:
+                pytest.fail(f"hermes tier must run in CI: {reason}")
+            pytest.skip(reason)
+    return request.param
+
+
+@pytest.mark.timeout(120)
+def test_every_child_answers_a_healthy_job_with_well_formed_messages(child: str) -> None:
+    with FaultServer() as srv:
+        job = Job(base_url=srv.base_url, messages=({"role": "user", "content": "hi"},))
+        result = check_conversation(child, run_child(child, job.to_dict(), timeout_s=100))
+        records = [r for r in srv.requests() if r.api == "chat"]
+    assert result["status"] == "returned", result
+    if child == DOUBLE:
+        assert result["text"] == "double reply"
+    else:
+        assert result["text"] == records[-1].expected_text
+        assert result["finish_reason"] == "stop"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["reference", "openai-sdk", DOUBLE])
+def test_every_child_reports_a_failed_call_with_class_mro_and_causes(name: str) -> None:
+    script = script_from_dict({"rules": [{"fault": {"phase": "request", "action": "rst"}}]})
+    with FaultServer(script) as srv:
+        job = Job(
+            base_url=srv.base_url,
+            messages=({"role": "user", "content": "fail"},),
+            settings={"max_attempts": 1},
+            time_scale=0.01,
+        )
+        result = check_conversation(name, run_child(name, job.to_dict(), timeout_s=100))
+    assert result["status"] == "raised", result
+    assert result["error"].split(":")[0] == result["mro"][0]
+    assert "Exception" in result["mro"]
+    if name == DOUBLE:
+        assert result["mro"] == ["LookupError", "Exception"]
+        assert result["message"] == "x" * MAX_MESSAGE_CHARS
+        assert result["causes"] == ["ConnectionResetError: [Errno 104] Connection reset by peer"]
+        assert [e[1] for e in result["events"]] == ["about_to_answer"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["reference", "hermes"])
+def test_a_job_a_child_cannot_run_is_answered_without_a_call(name: str) -> None:
+    if name == "hermes" and unavailable_reason() is not None:
+        pytest.skip(unavailable_reason() or "")
+    job = Job(base_url="http://127.0.0.1:9/v1", api="no-such-api").to_dict()
+    messages = run_child(name, job, timeout_s=50)
+    (result,) = [m for m in messages if m["event"] == "result"]
+    assert all(problems(m) == [] for m in messages)
+    assert result["status"] in ("not_applicable", "skipped")
+    assert "no-such-api" in result["message"]
+
+
+def test_problems_names_what_is_missing_or_wrong() -> None:
+    assert problems({"event": "ready", "t": 1.0}) == ["ready.pid=None is not a int"]
+    bad = {"event": "result", "status": "raised", "t": 1.0, "events": [], "events_dropped": 0}
+    bad |= {"details": {}, "error": "E", "mro": ["E", "Exception", "object"], "message": ""}
+    bad |= {"causes": []}
+    assert problems(bad) == ["mro=['E', 'Exception', 'object'] names object/BaseException"]
+    assert problems({"event": "result", "status": "done", "t": 1.0}) == [
+        "status='done'; allowed: returned, raised, skipped, not_applicable"
+    ]
+
+
+@pytest.mark.parametrize(
+    "module", ["protocol.py", "hermes_driver.py", "hermes_spec.py", "hermes_turns.py"]
+)
+def test_modules_hermes_loads_by_path_import_only_the_stdlib_and_each_other(module: str) -> None:
+    """hermes-agent's venv has no harness package: these files may import the standard
+    library, hermes itself (``run_agent``) and their siblings (relative imports) only."""
+    import ast
+    import sys
+
+    tree = ast.parse((Path(PACKAGE_ROOT) / "harness" / "targets" / module).read_text())
+    siblings = {"protocol", "hermes_spec", "hermes_turns"}
+    allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: a sibling module
+                assert node.level == 1 and (node.module or "") in siblings | {""}, ast.dump(node)
+                continue
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            assert name.split(".")[0] in allowed, f"{module} imports {name}"
