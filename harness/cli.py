@@ -9,7 +9,9 @@
     harness serve [...]                 (the fault server on its own)
     harness live [...]                  (the live tier; see harness live --help)
     harness mutants [...]               (mutation testing; see harness mutants --help)
-    harness bench server|watchdog|netem [...]
+    harness record --upstream URL --out DIR   (recording proxy; see harness record --help)
+    harness proxy --upstream URL --script F   (fault proxy on a live upstream)
+    harness bench server|watchdog|netem|proxy [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,
@@ -160,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="benchmarks: server, watchdog, netem",
         description="Run a benchmark and print ours-vs-baseline tables.",
     )
-    bench.add_argument("which", choices=("server", "watchdog", "netem"))
+    bench.add_argument("which", choices=("server", "watchdog", "netem", "proxy"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark")
     bench.set_defaults(func=_cmd_bench)
 
@@ -172,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     live.add_argument("rest", nargs=argparse.REMAINDER)
     live.set_defaults(func=_cmd_live)
+
+    for name, what in _RECORD_COMMANDS.items():  # harness.record owns their options
+        rec = sub.add_parser(name, help=what, add_help=False, description=what)
+        rec.add_argument("rest", nargs=argparse.REMAINDER)
+        rec.set_defaults(func=_PASSTHROUGH[name])
 
     mutants = sub.add_parser(
         "mutants",
@@ -301,7 +308,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)
-    return int(serve(args.host, args.port, args.script, args.time_scale, args.allow_remote) or 0)
+    return int(
+        serve(
+            args.host,
+            args.port,
+            args.script,
+            args.time_scale,
+            args.allow_remote,
+            cassettes=args.cassette,
+        )
+        or 0
+    )
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -309,6 +326,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "server": ("harness.bench.server", "run_server_bench"),
         "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
         "netem": ("harness.bench.netem", "main"),
+        "proxy": ("harness.bench.proxy", "main"),
     }[args.which]
     func = _optional(module, name, what=f"harness bench {args.which}")
     return int(func(list(args.rest)) or 0)
@@ -331,7 +349,20 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     return int(run_mutants(parser.parse_args(list(args.rest))) or 0)
 
 
-_PASSTHROUGH = {"live": _cmd_live, "mutants": _cmd_mutants}
+def _cmd_record_module(module: str) -> Any:
+    return lambda args: int(_optional(module, "main", what="harness")(list(args.rest)) or 0)
+
+
+_RECORD_COMMANDS = {
+    "record": "record real traffic: a proxy writing one cassette per exchange",
+    "proxy": "fault proxy: scripted faults on a live upstream's stream",
+}
+_PASSTHROUGH = {
+    "live": _cmd_live,
+    "mutants": _cmd_mutants,
+    "record": _cmd_record_module("harness.record.cli_record"),
+    "proxy": _cmd_record_module("harness.record.cli_proxy"),
+}
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
