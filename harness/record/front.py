@@ -93,7 +93,11 @@ class Recorder(FaultProxy):
     @property
     def written(self) -> list[Path]:
         assert self.recorder is not None
-        return list(self.recorder.written)
+        return self.recorder.written
+
+    def wait_written(self, count: int, *, timeout: float = 10.0) -> list[Path]:
+        assert self.recorder is not None
+        return self.recorder.wait_written(count, timeout=timeout)
 
 
 def replay_server(

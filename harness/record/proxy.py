@@ -24,6 +24,7 @@ import datetime
 import itertools
 import logging
 import re
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -61,14 +62,31 @@ class CassetteRecorder:
             int(m.group(1)) for p in self.out_dir.glob(f"*{SUFFIX}") if (m := _NUMBER.match(p.name))
         ]
         self._numbers = itertools.count(max(existing, default=0) + 1)
-        self.written: list[Path] = []
+        self._written: list[Path] = []
+        self._cond = threading.Condition()
+
+    @property
+    def written(self) -> list[Path]:
+        with self._cond:
+            return list(self._written)
 
     def save(self, cassette: Cassette) -> Path:
         slug = re.sub(r"[^a-z0-9]+", "-", cassette.path.lower()).strip("-")[-40:] or "root"
-        path = self.out_dir / f"{next(self._numbers):04d}-{slug}{SUFFIX}"
+        with self._cond:
+            path = self.out_dir / f"{next(self._numbers):04d}-{slug}{SUFFIX}"
         write_cassette(path, cassette)
-        self.written.append(path)
+        with self._cond:
+            self._written.append(path)
+            self._cond.notify_all()
         return path
+
+    def wait_written(self, count: int, *, timeout: float) -> list[Path]:
+        """Block until ``count`` cassettes were written (the last one is saved after the
+        client got its final byte); TimeoutError names how many were."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._written) >= count, timeout):
+                raise TimeoutError(f"{len(self._written)} of {count} cassettes after {timeout} s")
+            return list(self._written)
 
 
 class ProxySource:
