@@ -49,6 +49,8 @@ class StreamCursor:
         self.events = 0
         self.fired = self.phase is None
         self._decoder = SSEDecoder()
+        self._pending_cr = False
+        self._partial = b""
 
     @property
     def fires_at_start(self) -> bool:
@@ -64,36 +66,57 @@ class StreamCursor:
             if before_bytes <= n <= self.bytes:
                 cut = n - before_bytes
         if self.phase is not None and not self.fired and self.phase.kind == "event":
+            first = self.events
             ends = self._event_ends(chunk)
             n = self.phase.n or 0
-            first = self.events - len(ends)
             for i, end in enumerate(ends):
                 if first + i + 1 == n:
                     cut = end
                     break
         else:
-            # no pending event cut: one feed per chunk, positions only roughly needed
+            self._hand_over()
             k = sum(isinstance(item, Event) for item in self._decoder.feed(chunk))
             self.events += k
-            ends = (len(chunk),) * k
+            ends = [len(chunk)] * k  # positions only matter while a cut is pending
         if cut is not None:
             self.fired = True
         return Fed(tuple(ends), cut)
 
     def _event_ends(self, chunk: bytes) -> list[int]:
+        """Split lines here (exact positions), and feed the decoder one whole line at a
+        time, so each dispatch is seen at the byte that caused it. A CR that ends a chunk
+        is decided by the next chunk's first byte (LF: one CRLF; else a line end)."""
         ends = []
         pos = 0
-        for m in _LINE_END.finditer(chunk):
-            # feed up to the end of each line: a line dispatches at most one event
-            items = self._decoder.feed(chunk[pos : m.end()])
-            pos = m.end()
-            if any(isinstance(item, Event) for item in items):
+        if self._pending_cr and chunk:
+            self._pending_cr = False
+            pos = 1 if chunk[:1] == b"\n" else 0
+            if self._line():
                 ends.append(pos)
-                self.events += 1
-        if pos < len(chunk):
-            items = self._decoder.feed(chunk[pos:])
-            # a CR held back as half of CRLF is dispatched here by a later chunk
-            if any(isinstance(item, Event) for item in items):
-                ends.append(len(chunk))
-                self.events += 1
+        while pos < len(chunk):
+            m = _LINE_END.search(chunk, pos)
+            if m is None:
+                self._partial += chunk[pos:]
+                break
+            self._partial += chunk[pos : m.start()]
+            if m.group() == b"\r" and m.end() == len(chunk):
+                self._pending_cr = True
+                break
+            if self._line():
+                ends.append(m.end())
+            pos = m.end()
         return ends
+
+    def _line(self) -> bool:
+        """Feed the line collected so far; True if it dispatched an event."""
+        line, self._partial = self._partial, b""
+        if any(isinstance(item, Event) for item in self._decoder.feed(line + b"\n")):
+            self.events += 1
+            return True
+        return False
+
+    def _hand_over(self) -> None:
+        # from line mode to whole chunks: the decoder keeps the unfinished line itself
+        if self._partial or self._pending_cr:
+            self._decoder.feed(self._partial + (b"\r" if self._pending_cr else b""))
+            self._partial, self._pending_cr = b"", False
