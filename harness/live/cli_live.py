@@ -32,10 +32,10 @@ from harness.live.config import (
     LiveDisabled,
     live_config,
 )
-from harness.live.dry_run import DRY_RUN_API_KEY, run_dry
+from harness.live.dry_run import DRY_RUN_API_KEY
 from harness.live.redact import Redactor
 from harness.live.report import render_console, write_json, write_junit, write_markdown
-from harness.live.session import LiveRun, plan_sequences, run_tier
+from harness.live.session import LiveRun, plan_sequences
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "add_arguments", "main", "run_live"]
 
@@ -78,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help=f"no call starts after this (default {DEFAULT_RUN_CEILING_S:g})",
     )
     parser.add_argument("--seed", type=int, help="seed for the echo words (default: random)")
+    parser.add_argument(
+        "--record", metavar="DIR", help="also record every call as a cassette into DIR"
+    )
     parser.add_argument("--json", metavar="FILE", help="write a JSON report")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown report")
@@ -136,9 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, env: Environment, redactor: Redactor) -> LiveRun:
+    from harness.live.recording import run_dry_tier, run_live_tier  # + the fault check
+
+    record_dir = getattr(args, "record", None)  # callers may build the Namespace by hand
     if args.dry_run:
         # Bounds are the dry run's own (local calls take milliseconds); --seed applies.
-        return run_dry(seed=args.seed, redactor=redactor)
+        return run_dry_tier(seed=args.seed, redactor=redactor, record_dir=record_dir)
     overrides = {
         "max_tokens": args.max_tokens,
         "call_ceiling_s": args.call_ceiling,
@@ -148,7 +154,7 @@ def _run(args: argparse.Namespace, env: Environment, redactor: Redactor) -> Live
         overrides["model"] = args.model
     config = live_config(env, **overrides)
     sequences = plan_sequences(random.Random(args.seed))
-    return run_tier(config, sequences, mode="live", redactor=redactor)
+    return run_live_tier(config, sequences, redactor=redactor, record_dir=record_dir)
 
 
 if __name__ == "__main__":

@@ -163,11 +163,12 @@ def test_harness_live_dry_run_writes_every_report_and_exits_zero(tmp_path):
     )
     assert status == cli_live.EXIT_OK, out.getvalue()
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["ok"] is True and report["mode"] == "dry-run" and len(report["cases"]) == 11
+    # 11 dry-run cases + the 2 of the live-with-a-fault check
+    assert report["ok"] is True and report["mode"] == "dry-run" and len(report["cases"]) == 13
     suite = ET.fromstring((tmp_path / "r.xml").read_text())
-    assert suite.get("tests") == "11" and suite.get("failures") == "0"
+    assert suite.get("tests") == "13" and suite.get("failures") == "0"
     assert "PASS" in (tmp_path / "r.md").read_text()
-    assert "11/11 cases as expected" in out.getvalue()
+    assert "13/13 cases as expected" in out.getvalue()
     for path in tmp_path.iterdir():
         assert real_looking not in path.read_text()
 
