@@ -363,6 +363,7 @@ def _run_case(
         return result, child
     with _network(scenario, server=server, time_scale=scale) as net:
         net.server.load(scenario.script, time_scale=scale)
+        net.server.reply_source = _cassette_source(scenario, scale)
         if child is None or scenario.env or net.command_prefix:
             if child is not None:
                 child.kill()
@@ -716,6 +717,15 @@ def _late_requests(records: Sequence[Any], end_t: Any) -> int | None:
     if not isinstance(end_t, int | float):
         return None
     return sum(1 for r in records if float(getattr(r, "t_start", 0.0)) > float(end_t))
+
+
+def _cassette_source(scenario: Scenario, scale: float) -> Any:
+    """A scenario's cassette as the server's reply source (None: synthetic replies)."""
+    if scenario.cassette is None:
+        return None
+    from harness.record.replay import load_replay_source
+
+    return load_replay_source([scenario.cassette], time_scale=scale)
 
 
 def _expected_text(records: Iterable[Any]) -> str | None:

@@ -229,6 +229,9 @@ class _ScenarioFields(_Model):
     #: Default: alive unless some fault rule stops progress.
     alive: bool | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    #: A recorded cassette (path relative to the scenario file) that stands in for the
+    #: synthetic healthy reply: the catalog on real provider bytes (harness.record).
+    cassette: str | None = None
     request: RequestSpec = Field(default_factory=RequestSpec)
     watchdog: WatchdogSpec = Field(default_factory=WatchdogSpec)
     budget: Budget = Field(default_factory=Budget)
@@ -354,7 +357,10 @@ def scenario_from_dict(
             raise ScenarioError(
                 file, f"expected.{target}", f"{text!r} is not an outcome", EXPECTABLE
             ) from None
-    return Scenario(**fields.model_dump(), script=script, network=network, path=file)
+    values = fields.model_dump()
+    if fields.cassette is not None:
+        values["cassette"] = _cassette_path(fields.cassette, file=file)
+    return Scenario(**values, script=script, network=network, path=file)
 
 
 def load_catalog(directory: str | Path = CATALOG_DIR) -> list[Scenario]:
@@ -386,6 +392,14 @@ def select(scenarios: Sequence[Scenario], patterns: Sequence[str]) -> list[Scena
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _cassette_path(cassette: str, *, file: str) -> str:
+    path = Path(file).parent / cassette if not Path(cassette).is_absolute() else Path(cassette)
+    if not path.is_file():
+        raise ScenarioError(file, "cassette", f"{cassette!r}: no such file", "a .cassette file")
+    return str(path)
+
 
 #: The relay mode a scenario gets for a ``swallow_close`` rule.
 _SWALLOW_NETWORK = {"backend": "relay", "relay": {"mode": "swallow_close"}}

@@ -18,7 +18,8 @@ Not here: the cassette format (``cassette.py``), the writer (``writer.py``).
 from __future__ import annotations
 
 import asyncio
-import itertools
+import collections
+import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -29,8 +30,9 @@ from harness.record.cursor import StreamCursor
 from harness.record.writer import ResponseHead, write_stream
 from harness.server.apis import error_body
 from harness.server.wire import Exchange, write_simple
+from harness.sse import Event, SSEDecoder
 
-__all__ = ["ReplaySource", "load_replay_source", "replay_length"]
+__all__ = ["ReplaySource", "load_replay_source", "replay_length", "reply_text"]
 
 
 class ReplaySource:
@@ -43,18 +45,28 @@ class ReplaySource:
             raise ValueError(f"time_scale: {time_scale!r} is not valid; allowed: a number > 0")
         self.cassettes = tuple(cassettes)
         self.time_scale = time_scale
-        self._turns: dict[str, itertools.cycle[Cassette]] = {}
+        self._turns: dict[str, _Turns] = {}
 
     def pick(self, path: str) -> Cassette | None:
         """The cassette answering the next request to ``path``, or None."""
+        turns = self._turns_for(path)
+        return None if turns is None else turns.popleft_and_cycle()
+
+    def expected_text(self, path: str) -> str:
+        """The reply text of the cassette the next request to ``path`` gets (the
+        runner checks the client's text against it); "" when unknown."""
+        turns = self._turns_for(path)
+        return "" if turns is None else reply_text(turns.peek())
+
+    def _turns_for(self, path: str) -> _Turns | None:
         if path not in self._turns:
             mine = [c for c in self.cassettes if c.path == path]
             if not mine and len(self.cassettes) == 1:
                 mine = list(self.cassettes)
             if not mine:
                 return None
-            self._turns[path] = itertools.cycle(mine)
-        return next(self._turns[path])
+            self._turns[path] = _Turns(mine)
+        return self._turns[path]
 
     async def aclose(self) -> None:
         """Nothing to release (the fault server calls this on shutdown)."""
@@ -115,6 +127,63 @@ def replay_length(cassette: Cassette, phase: object, *, truncate: bool) -> int:
             return before + fed.cut
         before += len(chunk.data)
     return total
+
+
+def reply_text(cassette: Cassette) -> str:
+    """The text a client should assemble from a recorded reply (chat, Responses or
+    Messages; streamed or not); "" when the body is none of these."""
+    body = cassette.body
+    if "event-stream" in (cassette.header("content-type") or ""):
+        decoder = SSEDecoder()
+        items = decoder.feed(body) + decoder.flush()
+        return "".join(_delta_text(i.data) for i in items if isinstance(i, Event))
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return ""
+    if not isinstance(doc, dict):
+        return ""
+    if doc.get("choices"):
+        return (doc["choices"][0].get("message") or {}).get("content") or ""
+    parts = doc.get("output") or [doc]
+    return "".join(
+        c.get("text", "")
+        for p in parts
+        if isinstance(p, dict)
+        for c in p.get("content") or []
+        if isinstance(c, dict) and c.get("type") in ("output_text", "text")
+    )
+
+
+def _delta_text(data: str) -> str:
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError:
+        return ""  # [DONE] and the like
+    if not isinstance(doc, dict):
+        return ""
+    if doc.get("choices"):
+        return (doc["choices"][0].get("delta") or {}).get("content") or ""
+    if doc.get("type") == "response.output_text.delta":
+        return doc.get("delta") or ""
+    if doc.get("type") == "content_block_delta":
+        delta = doc.get("delta") or {}
+        return delta.get("text") or "" if delta.get("type") == "text_delta" else ""
+    return ""
+
+
+class _Turns:
+    """Cassettes for one path, answered in turn, cycling."""
+
+    def __init__(self, cassettes: Sequence[Cassette]) -> None:
+        self._queue = collections.deque(cassettes)
+
+    def peek(self) -> Cassette:
+        return self._queue[0]
+
+    def popleft_and_cycle(self) -> Cassette:
+        self._queue.rotate(-1)
+        return self._queue[-1]
 
 
 async def _due(

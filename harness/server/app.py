@@ -470,7 +470,10 @@ class ServerCore:
         plan = None
         if bad is None and isinstance(doc, dict) and self.reply_source is None:
             plan = plan_reply(api, doc, events=script.events, content=script.content)
-        add_record(stream, plan.expected_text if plan is not None else "", len(body))
+        expected = plan.expected_text if plan is not None else ""
+        if self.reply_source is not None:
+            expected = self.reply_source.expected_text(path)
+        add_record(stream, expected, len(body))
         record("request_read", bytes=len(body))
 
         if name == "status" or (

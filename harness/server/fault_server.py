@@ -128,6 +128,15 @@ class FaultServer:
         return self.url + "/v1"
 
     @property
+    def reply_source(self) -> Any:
+        """What answers routed requests instead of synthetic replies (None: those)."""
+        return self._core.reply_source
+
+    @reply_source.setter
+    def reply_source(self, source: Any) -> None:
+        self._core.reply_source = source
+
+    @property
     def script(self) -> FaultScript:
         """The loaded script, already scaled by its time scale."""
         return self._core.script
