@@ -154,7 +154,7 @@ def _ms(seconds: float) -> float:
 async def _timed(
     chunks: AsyncIterator[tuple[float, bytes]], t0: float, tape: _Tape | None
 ) -> AsyncIterator[tuple[float | None, bytes]]:
-    """Live chunks for the writer (due None: now), recorded on the way."""
+    """Live chunks for the writer (due None: as they come), recorded on the way."""
     try:
         async for at, data in chunks:
             if tape is not None:

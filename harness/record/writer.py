@@ -2,8 +2,9 @@
 
 :func:`write_stream` sends a status line and headers, then each chunk as it comes, and
 fires the exchange's body fault (``headers``, ``event:N``, ``bytes:N`` phases; see
-:mod:`harness.record.cursor` for where) with the fault server's own socket moves
-(``harness.server.wire.fire_connection_fault``) and timeline events. Each chunk may
+:mod:`harness.record.cursor` for where) on a :class:`_StreamSite`, the fault model's
+``Site`` shape (the connection's moves, the timeline, the body's knobs), recording the
+fault server's timeline events. Each chunk may
 carry an absolute due time (loop clock): it is written no earlier, so a replay keeps
 the recorded pauses without drift; a live chunk (due None) is written when it arrives.
 
@@ -26,16 +27,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness.record.cursor import StreamCursor
 from harness.server.connection import PeerGone
-from harness.server.wire import REASONS, Exchange, fire_connection_fault
+from harness.server.wire import REASONS, Exchange
 from harness.sse import encode_comment
 
 __all__ = ["BODY_PHASES", "ResponseHead", "UpstreamBroken", "write_stream"]
 
 BODY_PHASES = ("headers", "event", "bytes")
-TERMINAL = ("hang", "fin", "half_close", "rst", "drip", "truncate")
 
 
 class UpstreamBroken(Exception):
@@ -80,7 +81,8 @@ class _Stream:
         if framing == "content-length" and declared is None:
             framing = "chunked"
         self.framing, self.declared = framing, declared
-        self.shift = 0.0  # extra delay of the next chunk once `slow` fired
+        self.shift = 0.0  # extra delay of the next replayed chunk once `slow` fired
+        self.last_due: float | None = None
         self.slow_step: float | None = None
         self.slow_per_byte = False
         self.sent = 0
@@ -124,10 +126,21 @@ class _Stream:
         self.ex.record("headers_sent", framing=self.framing)
 
     async def _chunk(self, due: float | None, data: bytes) -> None:
+        step = 0.0
         if self.slow_step is not None:
-            self.shift += self.slow_step * (len(data) if self.slow_per_byte else 1)
-        if due is not None or self.shift:
-            at = (self.loop.time() if due is None else due) + self.shift
+            step = self.slow_step * (len(data) if self.slow_per_byte else 1)
+        if due is not None:
+            # a replayed chunk is due at its recorded offset, plus the `slow` shift so far
+            self.shift += step
+            at = due + self.shift
+        elif step:
+            # a live chunk is pulled when the last one went out: due one step after that
+            # one was *due* (not after it was written), so the delay never compounds
+            at = max(self.loop.time(), (self.last_due or self.loop.time()) + step)
+        else:
+            at = None
+        if at is not None:
+            self.last_due = at
             if not await self.conn.sleep_until(at):
                 raise _Stop
         fed = self.cursor.feed(data)
@@ -153,64 +166,25 @@ class _Stream:
         first = self.cursor.events - len(event_ends)
         for i, end in enumerate(event_ends):
             if start < end <= start + len(data):
-                self.ex.record("event_sent", n=first + i + 1)
+                if self.last_due is None:
+                    self.ex.record("event_sent", n=first + i + 1)
+                else:  # paced (a replay, or `slow`): the timeline shows the schedule too
+                    self.ex.record("event_sent", n=first + i + 1, scheduled=self.last_due)
 
     async def _fire(self, where: str) -> None:
+        """Fire the fault here; returns only for actions that let the body go on."""
         assert self.fault is not None
         action = self.fault.action
-        name = action.name
-        ex, conn = self.ex, self.conn
-        ex.record("fault", action=name, phase=where)
-        if name == "slow":
-            self.slow_step = action.delay_s  # type: ignore[attr-defined]
-            self.slow_per_byte = action.per == "byte"  # type: ignore[attr-defined]
-            return
-        if name == "malformed":
+        self.ex.record("fault", action=action.name, phase=where)
+        if action.name == "malformed":  # an insert: one broken data line, then the stream
             self._write(b"data: %s\n\n" % action.payload.encode(), (), 0)  # type: ignore[attr-defined]
             return
-        if name == "truncate":
-            if self.framing == "close":
-                await conn.flush()
-                conn.half_close()
-                conn.close("truncate")
-                raise _Stop
-            if self.framing == "chunked":
-                conn.write(b"0\r\n\r\n")
-            await conn.drain()
-            ex.record("response_done", bytes=self.sent, truncated=True)
-            if not ex.keep_alive:
-                conn.close("connection: close")
-            raise _Stop(keep=ex.keep_alive)
-        await conn.flush()
-        if name == "drip":
-            await self._drip(action)
-        elif name in ("hang", "fin", "half_close", "rst"):
-            await fire_connection_fault(ex, where, recorded=True)
-        else:
-            raise ValueError(f"action {name!r} cannot fire at phase {where}")
-        raise _Stop
-
-    async def _drip(self, action: object) -> None:
-        interval = action.interval_s  # type: ignore[attr-defined]
-        duration = action.duration_s  # type: ignore[attr-defined]
-        comment = encode_comment(action.comment)  # type: ignore[attr-defined]
-        start = self.loop.time()
-        end = None if duration is None else start + duration
-        i = 1
-        while True:
-            due = start + i * interval
-            i += 1
-            if end is not None and due > end:
-                if await self.conn.sleep_until(end):
-                    self.conn.close("drip ended")
-                return
-            if not await self.conn.sleep_until(due):
-                return
-            if self.declared is not None and self.sent + len(comment) > self.declared:
-                continue  # a declared length leaves no room: stay silent instead
-            self._write(comment, (), 0)
-            self.ex.record("comment_sent", scheduled=due)
-            await self.conn.drain()
+        site = _StreamSite(self, where)
+        if action.terminal and action.name != "truncate":
+            await self.conn.flush()  # what was written reaches the peer before FIN or RST
+        await fire_on_site(action, site)
+        if action.terminal:
+            raise _Stop(keep=site.kept)
 
     async def _finish(self) -> bool:
         if self.framing == "chunked":
@@ -223,3 +197,98 @@ class _Stream:
             )
             return False
         return True
+
+
+class _StreamSite:
+    """Where an action fires inside a streamed body: the shape of the fault model's
+    ``Site`` (issue 12: ``harness.faults.base.Site``), so that the body-phase actions
+    can run their own registered behaviour here once they carry it."""
+
+    def __init__(self, stream: _Stream, phase: str) -> None:
+        self._stream = stream
+        self.phase = phase
+        self.api = "unknown"
+        self.conn = stream.conn
+        self.kept = False  # the connection may serve another request (after truncate)
+
+    def now(self) -> float:
+        return self._stream.loop.time()
+
+    def record(self, kind: str, **detail: Any) -> None:
+        self._stream.ex.record(kind, **detail)
+
+    async def end_body(self) -> None:
+        """End the body cleanly here, without whatever terminal marker was to come."""
+        s, conn, ex = self._stream, self.conn, self._stream.ex
+        if s.framing == "close":
+            await conn.flush()
+            conn.half_close()
+            conn.close("truncate")
+            return
+        if s.framing == "chunked":
+            conn.write(b"0\r\n\r\n")
+        await conn.drain()
+        ex.record("response_done", bytes=s.sent, truncated=True)
+        if not ex.keep_alive:
+            conn.close("connection: close")
+        self.kept = ex.keep_alive
+
+    def keepalive_unit(self, comment: str) -> bytes:
+        return encode_comment(comment)
+
+    async def write_keepalive(self, data: bytes, scheduled: float) -> None:
+        s = self._stream
+        if s.declared is not None and s.sent + len(data) > s.declared:
+            return  # a declared length leaves no room: stay silent instead
+        s._write(data, (), 0)
+        s.ex.record("comment_sent", scheduled=scheduled)
+        await self.conn.drain()
+
+    def slow_events(self, delay_s: float) -> None:
+        self._stream.slow_step, self._stream.slow_per_byte = delay_s, False
+
+    def slow_bytes(self, delay_s: float) -> None:
+        self._stream.slow_step, self._stream.slow_per_byte = delay_s, True
+
+
+async def fire_on_site(action: Any, site: _StreamSite) -> None:
+    """The body-phase actions' behaviour on a :class:`_StreamSite`, as the fault server
+    performs them. (When the actions carry it themselves, issue 12, this is
+    ``await action.fire(site)``.)"""
+    conn, name = site.conn, action.name
+    if name == "hang":
+        deadline = None if action.duration_s is None else site.now() + action.duration_s
+        gone = await conn.wait_gone(deadline)
+        conn.close("peer gone" if gone else "hang ended")
+    elif name == "fin":
+        conn.half_close()
+        conn.close("fin")
+    elif name == "half_close":
+        conn.half_close()
+        await conn.wait_gone(None)
+        conn.close("peer gone")
+    elif name == "rst":
+        conn.reset("rst")
+    elif name == "truncate":
+        await site.end_body()
+    elif name == "slow":
+        (site.slow_bytes if action.per == "byte" else site.slow_events)(action.delay_s)
+    elif name == "drip":
+        await _drip(action, site)
+    else:
+        raise ValueError(f"action {name!r} cannot fire at phase {site.phase}")
+
+
+async def _drip(action: Any, site: _StreamSite) -> None:
+    unit = site.keepalive_unit(action.comment)
+    start = site.now()
+    end = None if action.duration_s is None else start + action.duration_s
+    for i in range(1, 1 << 62):  # bounded by duration_s or by the peer leaving
+        due = start + i * action.interval_s
+        if end is not None and due > end:
+            if await site.conn.sleep_until(end):
+                site.conn.close("drip ended")
+            return
+        if not await site.conn.sleep_until(due):
+            return
+        await site.write_keepalive(unit, due)

@@ -209,3 +209,27 @@ def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
         errors = [e for e in proxy.timeline() if e.kind == "upstream_error"]
     assert got.status == 502
     assert b"upstream failed" in got.body and errors
+
+
+def test_malformed_inserts_one_broken_line_and_the_stream_goes_on(upstream: FaultServer) -> None:
+    with FaultProxy(
+        upstream.base_url, _script(phase="event:1", action="malformed", payload='{"x": ')
+    ) as proxy:
+        got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
+    assert got.complete and got.body.endswith(b"data: [DONE]\n\n")
+    assert got.chunks[1] == b'data: {"x": \n\n'
+
+
+def test_slow_delays_every_following_chunk_on_the_servers_timeline(upstream: FaultServer) -> None:
+    with FaultProxy(
+        upstream.base_url, _script(phase="event:1", action="slow", delay_s=0.05)
+    ) as proxy:
+        got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
+        sent = [e for e in proxy.timeline() if e.kind == "event_sent"]
+    assert got.complete
+    due = [e.detail["scheduled"] for e in sent[1:]]
+    # each chunk after the fault is due 0.05 s after the one before was due (an
+    # absolute schedule: one late write does not delay the rest), and none goes early
+    assert len(due) >= 5
+    assert all(abs((b - a) - 0.05) < 1e-6 for a, b in zip(due[1:], due[2:], strict=False))
+    assert all(e.t >= e.detail["scheduled"] for e in sent[1:])
