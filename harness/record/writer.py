@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.record.cursor import StreamCursor
+from harness.server.apis import error_body
 from harness.server.connection import PeerGone
 from harness.server.wire import REASONS, Exchange
 from harness.sse import encode_comment
@@ -216,6 +217,17 @@ class _StreamSite:
 
     def record(self, kind: str, **detail: Any) -> None:
         self._stream.ex.record(kind, **detail)
+
+    def ending(self) -> None:
+        """Nothing to do: the request was recorded before its reply began."""
+
+    async def respond(
+        self, code: int, body: bytes, content_type: str, headers: Sequence[tuple[str, str]]
+    ) -> None:
+        raise RuntimeError(f"the response is under way at phase {self.phase}")  # phases forbid it
+
+    def error_body(self, code: int, message: str) -> bytes:
+        return error_body(None, code, message)
 
     async def end_body(self) -> None:
         """End the body cleanly here, without whatever terminal marker was to come."""
