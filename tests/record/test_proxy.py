@@ -233,3 +233,19 @@ def test_slow_delays_every_following_chunk_on_the_servers_timeline(upstream: Fau
     assert len(due) >= 5
     assert all(abs((b - a) - 0.05) < 1e-6 for a, b in zip(due[1:], due[2:], strict=False))
     assert all(e.t >= e.detail["scheduled"] for e in sent[1:])
+
+
+def test_stall_upload_holds_the_request_body_then_forwards_all_of_it() -> None:
+    script = _script(phase="accept", action="stall_upload", after_bytes=2048, duration_s=0.2)
+    big = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x" * 100_000}]}
+    with StubUpstream([(0.0, b"data: ok\n\n")]) as stub, FaultProxy(stub.base_url, script) as proxy:
+        got = fetch(proxy.base_url, body=big)
+        kinds = [e.kind for e in proxy.timeline()]
+        forwarded = stub.requests[-1]
+    assert got.complete and got.body == b"data: ok\n\n"
+    assert (
+        kinds.index("upload_stalled")
+        < kinds.index("upload_resumed")
+        < kinds.index("upstream_status")
+    )
+    assert forwarded.endswith(b"x" * 100_000 + b'"}]}')
