@@ -4,8 +4,8 @@ One run measures, interleaved (direct, proxied, direct, proxied, ... ``runs`` >=
 times), against the same fault server as upstream:
 
 * **first-event latency**: ``latency_requests`` sequential streamed requests, each on
-  a fresh connection, from the request's first byte sent to the first SSE ``data:``
-  event received; p50 / p99, and the proxy's added p50;
+  a fresh client connection and read to its end, from the request's first byte sent to
+  the first SSE ``data:`` event received; p50 / p99, and the proxy's added p50;
 * **CPU per event**: ``streams`` unpaced streams of ``events`` events, ``concurrency``
   at a time; process CPU seconds (from /proc) over events received, of the upstream
   and of the proxy. The hop's cost is the proxy's own CPU per event.
@@ -345,6 +345,10 @@ def _latencies(base_url: str, n: int) -> list[float]:
                     break
                 buf += data
             out.append(time.perf_counter() - t0)
+            # read the rest, as a client finishing its stream does: the proxy's upstream
+            # connection then goes back to its pool (an abandoned stream costs a connect)
+            while sock.recv(65536):
+                pass
     return out
 
 
