@@ -29,6 +29,7 @@ SDK_MATRIX_PATHS = (
     "targets/test_protocol_contract.py",
     "test_catalog.py",
     "server/test_sdk.py",
+    "record/test_proxy.py",
 )
 
 

@@ -75,6 +75,7 @@ def observe_case(
         ), child
     with _network(scenario, server=server, time_scale=time_scale) as net:
         net.server.load(scenario.script, time_scale=time_scale)
+        net.server.reply_source = _cassette_source(scenario, time_scale)
         if child is None or scenario.env or net.command_prefix:
             if child is not None:
                 child.kill()
@@ -254,3 +255,12 @@ def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:
         time.sleep(LEAK_SETTLE_S)  # a measurement grace, not synchronisation
         leaks = leaks_between(baseline, snapshot(pid))
     return leaks
+
+
+def _cassette_source(scenario: Scenario, scale: float) -> Any:
+    """A scenario's cassette as the server's reply source (None: synthetic replies)."""
+    if scenario.cassette is None:
+        return None
+    from harness.record.replay import load_replay_source
+
+    return load_replay_source([scenario.cassette], time_scale=scale)

@@ -224,6 +224,9 @@ class _ScenarioFields(_Model):
     #: Default: alive unless some fault rule stops progress.
     alive: bool | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    #: A recorded cassette (path relative to the scenario file) that stands in for the
+    #: synthetic healthy reply: the catalog on real provider bytes (harness.record).
+    cassette: str | None = None
     request: RequestSpec = Field(default_factory=RequestSpec)
     watchdog: WatchdogSpec = Field(default_factory=WatchdogSpec)
     budget: Budget = Field(default_factory=Budget)
@@ -339,7 +342,10 @@ def scenario_from_dict(
             raise ScenarioError(
                 file, f"expected.{target}", f"{text!r} is not an outcome", EXPECTABLE
             ) from None
-    return Scenario(**fields.model_dump(), script=script, network=network, path=file)
+    values = fields.model_dump()
+    if fields.cassette is not None:
+        values["cassette"] = _cassette_path(fields.cassette, file=file)
+    return Scenario(**values, script=script, network=network, path=file)
 
 
 def load_catalog(directory: str | Path = CATALOG_DIR) -> list[Scenario]:
@@ -376,6 +382,13 @@ def select(scenarios: Sequence[Scenario], patterns: Sequence[str]) -> list[Scena
 def _problem(exc: FaultSpecError) -> str:
     """A network error's problem text: a conflict explains itself, a bad value is named."""
     return exc.problem if getattr(exc, "problem", None) else f"{exc.value!r} is not valid"
+
+
+def _cassette_path(cassette: str, *, file: str) -> str:
+    path = Path(file).parent / cassette if not Path(cassette).is_absolute() else Path(cassette)
+    if not path.is_file():
+        raise ScenarioError(file, "cassette", f"{cassette!r}: no such file", "a .cassette file")
+    return str(path)
 
 
 def _target_check(targets: Iterable[str] | None) -> Any:

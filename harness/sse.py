@@ -98,15 +98,16 @@ class SSEDecoder:
 
     @staticmethod
     def _take_line(buf: bytes) -> tuple[bytes | None, bytes]:
-        for i, b in enumerate(buf):
-            if b == 0x0A:
-                return buf[:i], buf[i + 1 :]
-            if b == 0x0D:
-                if i + 1 == len(buf):
-                    return None, buf  # a lone CR at the end may be half of CRLF
-                end = i + 2 if buf[i + 1] == 0x0A else i + 1
-                return buf[:i], buf[end:]
-        return None, buf
+        # bytes.find, not a Python loop over bytes: this runs once per line on every
+        # stream the fault proxy relays (a byte loop cost ~35 us per event there)
+        lf = buf.find(b"\n")
+        cr = buf.find(b"\r", 0, len(buf) if lf == -1 else lf)
+        if cr == -1:
+            return (None, buf) if lf == -1 else (buf[:lf], buf[lf + 1 :])
+        if cr + 1 == len(buf):
+            return None, buf  # a lone CR at the end may be half of CRLF
+        end = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
+        return buf[:cr], buf[end:]
 
     def _line(self, line: str) -> Event | Comment | None:
         if line == "":

@@ -1,8 +1,9 @@
-"""``harness serve``, ``harness bench``, ``harness live`` and ``harness mutants``: thin
+"""``harness serve``, ``bench``, ``live``, ``mutants``, ``record`` and ``proxy``: thin
 wiring to modules that own their options (loaded only when the command runs).
 
 Not here: the fault server (``harness.server``), the benchmarks (``harness.bench``),
-the live tier (``harness.live``), mutation testing (``harness.mutants_cli``).
+the live tier (``harness.live``), mutation testing (``harness.mutants_cli``), recording
+and the fault proxy (``harness.record``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ _BENCHMARKS = {
     "server": ("harness.bench.server", "run_server_bench"),
     "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
     "netem": ("harness.bench.netem", "main"),
+    "proxy": ("harness.bench.proxy", "main"),
+}
+#: Commands whose options ``harness.record`` owns: name -> (module with main(argv), help).
+_RECORD_COMMANDS = {
+    "record": (
+        "harness.record.cli_record",
+        "record real traffic: a proxy writing one cassette per exchange",
+    ),
+    "proxy": (
+        "harness.record.cli_proxy",
+        "fault proxy: scripted faults on a live upstream's stream",
+    ),
 }
 
 
@@ -28,7 +41,7 @@ def register(commands: Any) -> None:
 
     bench = commands.add_parser(
         "bench",
-        help="benchmarks: server, watchdog, netem",
+        help="benchmarks: server, watchdog, netem, proxy",
         description="Run a benchmark and print ours-vs-baseline tables.",
     )
     bench.add_argument("which", choices=tuple(_BENCHMARKS))
@@ -44,6 +57,8 @@ def register(commands: Any) -> None:
         cmd_mutants,
         help="run the catalog against known-bad stacks; kills and score",
     )
+    for name, (module, what) in _RECORD_COMMANDS.items():
+        add_passthrough(commands, name, _module_main(module, what=f"harness {name}"), help=what)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -63,7 +78,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)
-    return int(serve(args.host, args.port, args.script, args.time_scale, args.allow_remote) or 0)
+    return int(
+        serve(
+            args.host,
+            args.port,
+            args.script,
+            args.time_scale,
+            args.allow_remote,
+            cassettes=args.cassette,
+        )
+        or 0
+    )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -87,3 +112,12 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     )
     add_arguments(parser)
     return int(run_mutants(parser.parse_args(list(args.rest))) or 0)
+
+
+def _module_main(module: str, *, what: str) -> Any:
+    """A command that hands its arguments to ``module.main(argv)``."""
+
+    def run(args: argparse.Namespace) -> int:
+        return int(optional(module, "main", what=what)(list(args.rest)) or 0)
+
+    return run

@@ -42,10 +42,10 @@ from harness.live.config import (
     LiveDisabled,
     live_config,
 )
-from harness.live.dry_run import DRY_RUN_API_KEY, run_dry, run_dry_targets
+from harness.live.dry_run import DRY_RUN_API_KEY, run_dry_targets
 from harness.live.redact import Redactor
 from harness.live.report import render_console, write_json, write_junit, write_markdown
-from harness.live.session import plan_sequences, run_tier
+from harness.live.session import plan_sequences
 from harness.live.targets import plan_target_sequences, run_target_tier
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "add_arguments", "main", "run_live"]
@@ -98,6 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help=f"no call starts after this (default {DEFAULT_RUN_CEILING_S:g})",
     )
     parser.add_argument("--seed", type=int, help="seed for the echo words (default: random)")
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="also record every call of the in-process checks as a cassette into DIR",
+    )
     parser.add_argument("--json", metavar="FILE", help="write a JSON report")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown report")
@@ -164,7 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(
     args: argparse.Namespace, env: Environment, redactor: Redactor, environ: Mapping[str, str]
 ) -> LiveRun:
+    from harness.live.recording import run_dry_tier, run_live_tier  # + the fault check
+
     targets = list(dict.fromkeys(getattr(args, "target", None) or ()))
+    record_dir = getattr(args, "record", None)  # callers may build the Namespace by hand
     if args.dry_run:
         # Bounds are the dry run's own (local calls take milliseconds); --seed applies.
         if targets:
@@ -175,7 +183,7 @@ def _run(
 
         return LiveRun.combined(
             [
-                run_dry(seed=args.seed, redactor=redactor),
+                run_dry_tier(seed=args.seed, redactor=redactor, record_dir=record_dir),
                 run_dry_targets(
                     sorted(TARGETS), environ=environ, ci=env.ci, seed=args.seed, redactor=redactor
                 ),
@@ -191,7 +199,7 @@ def _run(
     config = live_config(env, **overrides)
     rng = random.Random(args.seed)
     if not targets:
-        return run_tier(config, plan_sequences(rng), mode="live", redactor=redactor)
+        return run_live_tier(config, plan_sequences(rng), redactor=redactor, record_dir=record_dir)
     runs = [
         run_target_tier(
             config,

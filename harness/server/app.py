@@ -111,6 +111,9 @@ class ServerCore:
         self.tasks: set[asyncio.Task[None]] = set()
         self._read_buffer = bytearray(READ_CHUNK)  # shared by the loop's connections
         self.open: set[Connection] = set()
+        #: When set, answers every routed request in place of the synthetic replies:
+        #: ``await reply_source.reply(ex, request, body) -> keep`` (harness.record).
+        self.reply_source: Any = None
 
     # ------------------------------------------------------------------ script / counters
 
@@ -465,9 +468,12 @@ class ServerCore:
                 bad = "request body must be a JSON object"
         stream = bool(doc.get("stream")) if isinstance(doc, dict) else False
         plan = None
-        if bad is None and isinstance(doc, dict):
+        if bad is None and isinstance(doc, dict) and self.reply_source is None:
             plan = plan_reply(api, doc, events=script.events, content=script.content)
-        add_record(stream, plan.expected_text if plan is not None else "", len(body))
+        expected = plan.expected_text if plan is not None else ""
+        if self.reply_source is not None:
+            expected = self.reply_source.expected_text(path)
+        add_record(stream, expected, len(body))
         record("request_read", bytes=len(body))
 
         if name == "status" or (
@@ -489,6 +495,9 @@ class ServerCore:
             await fire_connection_fault(ex, "request")
             return False, None
 
+        if self.reply_source is not None:
+            keep = await self.reply_source.reply(ex, request, body)
+            return keep, _idle(ex, phase) if keep else None
         if bad is not None:
             await write_simple(
                 conn, 400, error_body(api, 400, bad), keep_alive=keep_alive, record=record

@@ -51,7 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = argument_error(args)
     if problem is not None:
         parser.error(problem)
-    return serve(args.host, args.port, args.script, args.time_scale, args.allow_remote)
+    return serve(
+        args.host,
+        args.port,
+        args.script,
+        args.time_scale,
+        args.allow_remote,
+        cassettes=args.cassette,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         metavar="X",
         help="multiply every duration of the script by X (default 1.0)",
+    )
+    parser.add_argument(
+        "--cassette",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="answer from recorded cassettes (a file or a directory; repeatable), byte-exact, "
+        "with the script's faults at event:N / bytes:N of the recorded stream",
     )
     parser.add_argument(
         "--allow-remote",
@@ -99,6 +114,7 @@ def serve(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    cassettes: Sequence[str | Path] = (),
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the process exit status.
 
@@ -110,10 +126,20 @@ def serve(
     err = err or sys.stderr
     try:
         script = load_script_file(script_path) if script_path is not None else FaultScript()
+        source = None
+        if cassettes:  # the CLI side only: the server itself never imports harness.record
+            from harness.record.replay import load_replay_source
+
+            source = load_replay_source(cassettes, time_scale=time_scale)
         server = FaultServer(
-            script, host=host, port=port, time_scale=time_scale, allow_remote=allow_remote
+            script,
+            host=host,
+            port=port,
+            time_scale=time_scale,
+            allow_remote=allow_remote,
+            reply_source=source,
         )
-    except (ScriptFileError, ServerError) as exc:
+    except (ScriptFileError, ServerError, ValueError) as exc:
         print(f"harness serve: {exc}", file=err)
         return EXIT_USAGE
     except FaultSpecError as exc:

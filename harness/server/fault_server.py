@@ -61,6 +61,7 @@ class FaultServer:
         port: int = 0,
         time_scale: float = 1.0,
         allow_remote: bool = False,
+        reply_source: Any = None,
     ) -> None:
         if host not in LOCAL_HOSTS and not allow_remote:
             raise ServerError(
@@ -74,6 +75,7 @@ class FaultServer:
         self.allow_remote = allow_remote
         self._core = ServerCore(script, time_scale=time_scale)
         self._core.on_load = self._apply_listen_options
+        self._core.reply_source = reply_source  # harness.record: cassettes, a live upstream
         self._loop_thread: LoopThread | None = None
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
@@ -124,6 +126,15 @@ class FaultServer:
     @property
     def base_url(self) -> str:
         return self.url + "/v1"
+
+    @property
+    def reply_source(self) -> Any:
+        """What answers routed requests instead of synthetic replies (None: those)."""
+        return self._core.reply_source
+
+    @reply_source.setter
+    def reply_source(self, source: Any) -> None:
+        self._core.reply_source = source
 
     @property
     def script(self) -> FaultScript:
@@ -188,6 +199,8 @@ class FaultServer:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self._core.reply_source is not None:
+            await self._core.reply_source.aclose()
         await server.wait_closed()
 
 

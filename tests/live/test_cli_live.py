@@ -67,8 +67,9 @@ def test_the_live_path_runs_end_to_end_against_the_base_url_override(tmp_path):
         seen = server.requests()
     assert status == cli_live.EXIT_OK, out
     data = json.loads(report.read_text())
-    assert data["mode"] == "live" and data["ok"] and len(data["cases"]) == 6
-    assert [r.stream for r in seen] == [True, True, True, False, False, False]
+    # 6 healthy chats, then the live-with-a-fault check's 2 streams through the fault proxy
+    assert data["mode"] == "live" and data["ok"] and len(data["cases"]) == 8
+    assert [r.stream for r in seen] == [True, True, True, False, False, False, True, True]
     assert FAKE_KEY not in out and FAKE_KEY not in report.read_text()
 
 

@@ -1,0 +1,97 @@
+"""``harness proxy --upstream URL [--script FILE] [--port P]``: the SSE-aware fault proxy.
+
+Prints its own base URL on the first line of stdout (it stands in for ``URL``), forwards
+every request to the live upstream and applies the fault script to the real stream:
+``event:N`` counts the upstream's SSE events as they arrive, rules match per attempt,
+and the fault server's timeline is at ``GET /_harness/timeline``. With no script (or an
+empty one) it is transparent. ``--out DIR`` also records cassettes. Bad input: one line
+on stderr naming the file or option, the field and the allowed values, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from harness.record.foreground import EXIT_USAGE, run_in_foreground
+
+__all__ = ["add_arguments", "main", "run_proxy"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="harness proxy",
+        description="Inject scripted faults into a live provider's stream.",
+    )
+    add_arguments(parser)
+    return run_proxy(parser.parse_args(list(argv or [])))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="the provider's base URL, e.g. https://openrouter.ai/api/v1",
+    )
+    parser.add_argument(
+        "--script", metavar="FILE", help="fault script, TOML or JSON (default: no faults)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (default 0: a free port, printed)"
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="multiply every duration of the script by X (default 1.0)",
+    )
+    parser.add_argument("--out", metavar="DIR", help="also record one cassette per exchange here")
+
+
+def run_proxy(
+    args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    from harness.faults import FaultScript, FaultSpecError
+    from harness.record.front import FaultProxy
+    from harness.server.cli_serve import ScriptFileError, load_script_file
+    from harness.server.fault_server import ServerError
+
+    out, err = out or sys.stdout, err or sys.stderr
+    prog = "harness proxy"
+    if not 0 <= args.port <= 65535:
+        print(f"{prog}: --port: {args.port} is not valid; allowed: 0..65535", file=err)
+        return EXIT_USAGE
+    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
+        print(
+            f"{prog}: --time-scale: {args.time_scale} is not valid; allowed: a number > 0", file=err
+        )
+        return EXIT_USAGE
+    try:
+        script = load_script_file(args.script) if args.script else FaultScript()
+        proxy = FaultProxy(
+            args.upstream, script, port=args.port, time_scale=args.time_scale, out_dir=args.out
+        )
+    except (ScriptFileError, ValueError, ServerError) as exc:
+        where = f"{args.script}: " if isinstance(exc, FaultSpecError) and args.script else ""
+        print(f"{prog}: {where}{exc}", file=err)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"{prog}: --out: {args.out}: {exc.strerror or exc}", file=err)
+        return EXIT_USAGE
+    rules = len(script.rules)
+    return run_in_foreground(
+        proxy,
+        banner=lambda: (
+            f"fault proxy for {proxy.upstream.base_url} on {proxy.url} "
+            f"({rules} rule(s), time_scale={args.time_scale}); Ctrl-C to stop"
+        ),
+        out=out,
+        err=err,
+        start_errors=(ServerError,),
+        prog=prog,
+    )

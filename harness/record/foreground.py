@@ -1,0 +1,47 @@
+"""Run a server in the foreground until SIGINT/SIGTERM, its base URL first on stdout.
+
+Shared by ``harness record`` and ``harness proxy`` (``harness serve`` has its own copy
+of this in ``harness.server.cli_serve``). The signals are blocked before the server's
+thread starts (threads inherit the mask), so ``sigwait`` here is the only receiver.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any, TextIO
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "run_in_foreground"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def run_in_foreground(
+    server: Any,
+    *,
+    banner: Callable[[], str],
+    out: TextIO,
+    err: TextIO,
+    start_errors: tuple[type[BaseException], ...],
+    prog: str,
+) -> int:
+    """Start ``server``, print ``server.base_url`` then ``banner()`` (stderr), wait."""
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        try:
+            server.start()
+        except start_errors as exc:
+            print(f"{prog}: {exc}", file=err)
+            return EXIT_USAGE
+        try:
+            print(server.base_url, file=out, flush=True)
+            print(banner(), file=err, flush=True)
+            signum = signal.sigwait(stop_signals)
+        finally:
+            server.stop()
+        print(f"stopped on {signal.Signals(signum).name}", file=err, flush=True)
+        return EXIT_OK
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

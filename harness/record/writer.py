@@ -1,0 +1,306 @@
+"""Write a response whose body comes as byte chunks (a cassette, a live upstream), with faults.
+
+:func:`write_stream` sends a status line and headers, then each chunk as it comes, and
+fires the exchange's body fault (``headers``, ``event:N``, ``bytes:N`` phases; see
+:mod:`harness.record.cursor` for where) on a :class:`_StreamSite`, the fault model's
+``Site`` shape (the connection's moves, the timeline, the body's knobs), recording the
+fault server's timeline events. Each chunk may
+carry an absolute due time (loop clock): it is written no earlier, so a replay keeps
+the recorded pauses without drift; a live chunk (due None) is written when it arrives.
+
+Framing (``FaultScript.framing``): ``chunked`` writes one HTTP chunk per body chunk, so
+a client that reads chunk boundaries sees the recorded ones; ``close`` ends the body
+with FIN; ``content-length`` needs the length up front (``declared``), else chunked.
+
+What each body action does here: ``hang``/``fin``/``half_close``/``rst`` as in the
+fault server; ``drip`` writes ``: comment`` lines every ``interval_s`` and no content;
+``truncate`` ends the body cleanly at the cut; ``slow`` delays every following chunk
+by ``delay_s`` more than the one before (``per="byte"``: ``delay_s`` per byte);
+``malformed`` inserts one ``data:`` line of broken JSON at the cut and goes on. After a
+terminal fault the rest of the chunks is never read (a live upstream is dropped).
+
+Not here: where the chunks come from (``replay.py``, ``proxy.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.record.cursor import StreamCursor
+from harness.server.apis import error_body
+from harness.server.connection import PeerGone
+from harness.server.wire import REASONS, Exchange
+from harness.sse import encode_comment
+
+__all__ = ["BODY_PHASES", "ResponseHead", "UpstreamBroken", "write_stream"]
+
+BODY_PHASES = ("headers", "event", "bytes")
+
+
+class UpstreamBroken(Exception):
+    """The chunk source failed mid-body (upstream reset or closed early)."""
+
+
+@dataclass(frozen=True)
+class ResponseHead:
+    """Status and end-to-end headers of a response (framing headers are added here)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+async def write_stream(
+    ex: Exchange,
+    head: ResponseHead,
+    chunks: AsyncIterator[tuple[float | None, bytes]],
+    *,
+    declared: int | None = None,
+) -> bool:
+    """Send ``head`` and ``chunks`` with ``ex``'s body fault; True if the connection
+    may serve another request."""
+    return await _Stream(ex, head, declared).run(chunks)
+
+
+class _Stop(Exception):
+    """The response ended here (terminal fault, peer gone, upstream broken)."""
+
+    def __init__(self, keep: bool = False) -> None:
+        self.keep = keep
+
+
+class _Stream:
+    def __init__(self, ex: Exchange, head: ResponseHead, declared: int | None) -> None:
+        self.ex, self.conn, self.head = ex, ex.conn, head
+        self.loop = asyncio.get_running_loop()
+        fault = ex.fault
+        self.fault = fault if fault is not None and fault.phase.kind in BODY_PHASES else None
+        self.cursor = StreamCursor(self.fault.phase if self.fault is not None else None)
+        framing = ex.script.framing
+        if framing == "content-length" and declared is None:
+            framing = "chunked"
+        self.framing, self.declared = framing, declared
+        self.shift = 0.0  # extra delay of the next replayed chunk once `slow` fired
+        self.last_due: float | None = None
+        self.slow_step: float | None = None
+        self.slow_per_byte = False
+        self.sent = 0
+
+    async def run(self, chunks: AsyncIterator[tuple[float | None, bytes]]) -> bool:
+        try:
+            self._write_head()
+            if self.fault is not None and (
+                self.fault.phase.kind == "headers" or self.cursor.fires_at_start
+            ):
+                self.cursor.fired = True
+                await self._fire(str(self.fault.phase))
+            async for due, data in chunks:
+                await self._chunk(due, data)
+            if self.fault is not None and not self.cursor.fired:
+                self.cursor.fired = True  # past the end: fire before the terminator
+                await self._fire(str(self.fault.phase))
+            return await self._finish()
+        except _Stop as stop:
+            return stop.keep
+        except PeerGone:
+            return False
+        except UpstreamBroken as exc:
+            self.ex.record("upstream_error", error=str(exc))
+            if not self.conn.lost:
+                self.conn.close("upstream broken")
+            return False
+
+    def _write_head(self) -> None:
+        code = self.head.status
+        lines = [f"HTTP/1.1 {code} {REASONS.get(code, 'OK' if code < 400 else 'Error')}"]
+        lines += [f"{k}: {v}" for k, v in self.head.headers]
+        if self.framing == "chunked":
+            lines.append("transfer-encoding: chunked")
+        elif self.framing == "content-length":
+            lines.append(f"content-length: {self.declared}")
+        if self.framing == "close" or not self.ex.keep_alive:
+            lines.append("connection: close")
+        self.conn.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        self.ex.record("status_sent", code=code)
+        self.ex.record("headers_sent", framing=self.framing)
+
+    async def _chunk(self, due: float | None, data: bytes) -> None:
+        step = 0.0
+        if self.slow_step is not None:
+            step = self.slow_step * (len(data) if self.slow_per_byte else 1)
+        if due is not None:
+            # a replayed chunk is due at its recorded offset, plus the `slow` shift so far
+            self.shift += step
+            at = due + self.shift
+        elif step:
+            # a live chunk is pulled when the last one went out: due one step after that
+            # one was *due* (not after it was written), so the delay never compounds
+            at = max(self.loop.time(), (self.last_due or self.loop.time()) + step)
+        else:
+            at = None
+        if at is not None:
+            self.last_due = at
+            if not await self.conn.sleep_until(at):
+                raise _Stop
+        fed = self.cursor.feed(data)
+        if fed.cut is None:
+            self._write(data, fed.event_ends, 0)
+        else:
+            self._write(data[: fed.cut], fed.event_ends, 0)
+            await self._fire(str(self.fault.phase))  # type: ignore[union-attr]
+            self._write(data[fed.cut :], fed.event_ends, fed.cut)
+        if self.conn.write_paused:
+            await self.conn.drain()
+
+    def _write(self, data: bytes, event_ends: Sequence[int], start: int) -> None:
+        if not data:
+            return
+        if self.declared is not None:
+            data = data[: max(0, self.declared - self.sent)]
+        if self.framing == "chunked":
+            self.conn.write(b"%x\r\n%b\r\n" % (len(data), data))
+        else:
+            self.conn.write(data)
+        self.sent += len(data)
+        first = self.cursor.events - len(event_ends)
+        for i, end in enumerate(event_ends):
+            if start < end <= start + len(data):
+                if self.last_due is None:
+                    self.ex.record("event_sent", n=first + i + 1)
+                else:  # paced (a replay, or `slow`): the timeline shows the schedule too
+                    self.ex.record("event_sent", n=first + i + 1, scheduled=self.last_due)
+
+    async def _fire(self, where: str) -> None:
+        """Fire the fault here; returns only for actions that let the body go on."""
+        assert self.fault is not None
+        action = self.fault.action
+        self.ex.record("fault", action=action.name, phase=where)
+        if action.name == "malformed":  # an insert: one broken data line, then the stream
+            self._write(b"data: %s\n\n" % action.payload.encode(), (), 0)  # type: ignore[attr-defined]
+            return
+        site = _StreamSite(self, where)
+        if action.terminal and action.name != "truncate":
+            await self.conn.flush()  # what was written reaches the peer before FIN or RST
+        await fire_on_site(action, site)
+        if action.terminal:
+            raise _Stop(keep=site.kept)
+
+    async def _finish(self) -> bool:
+        if self.framing == "chunked":
+            self.conn.write(b"0\r\n\r\n")
+        await self.conn.drain()
+        self.ex.record("response_done", bytes=self.sent)
+        if self.framing == "close" or not self.ex.keep_alive:
+            self.conn.close(
+                "close-delimited body" if self.framing == "close" else "connection: close"
+            )
+            return False
+        return True
+
+
+class _StreamSite:
+    """Where an action fires inside a streamed body: the shape of the fault model's
+    ``Site`` (issue 12: ``harness.faults.base.Site``), so that the body-phase actions
+    can run their own registered behaviour here once they carry it."""
+
+    def __init__(self, stream: _Stream, phase: str) -> None:
+        self._stream = stream
+        self.phase = phase
+        self.api = "unknown"
+        self.conn = stream.conn
+        self.kept = False  # the connection may serve another request (after truncate)
+
+    def now(self) -> float:
+        return self._stream.loop.time()
+
+    def record(self, kind: str, **detail: Any) -> None:
+        self._stream.ex.record(kind, **detail)
+
+    def ending(self) -> None:
+        """Nothing to do: the request was recorded before its reply began."""
+
+    async def respond(
+        self, code: int, body: bytes, content_type: str, headers: Sequence[tuple[str, str]]
+    ) -> None:
+        raise RuntimeError(f"the response is under way at phase {self.phase}")  # phases forbid it
+
+    def error_body(self, code: int, message: str) -> bytes:
+        return error_body(None, code, message)
+
+    async def end_body(self) -> None:
+        """End the body cleanly here, without whatever terminal marker was to come."""
+        s, conn, ex = self._stream, self.conn, self._stream.ex
+        if s.framing == "close":
+            await conn.flush()
+            conn.half_close()
+            conn.close("truncate")
+            return
+        if s.framing == "chunked":
+            conn.write(b"0\r\n\r\n")
+        await conn.drain()
+        ex.record("response_done", bytes=s.sent, truncated=True)
+        if not ex.keep_alive:
+            conn.close("connection: close")
+        self.kept = ex.keep_alive
+
+    def keepalive_unit(self, comment: str) -> bytes:
+        return encode_comment(comment)
+
+    async def write_keepalive(self, data: bytes, scheduled: float) -> None:
+        s = self._stream
+        if s.declared is not None and s.sent + len(data) > s.declared:
+            return  # a declared length leaves no room: stay silent instead
+        s._write(data, (), 0)
+        s.ex.record("comment_sent", scheduled=scheduled)
+        await self.conn.drain()
+
+    def slow_events(self, delay_s: float) -> None:
+        self._stream.slow_step, self._stream.slow_per_byte = delay_s, False
+
+    def slow_bytes(self, delay_s: float) -> None:
+        self._stream.slow_step, self._stream.slow_per_byte = delay_s, True
+
+
+async def fire_on_site(action: Any, site: _StreamSite) -> None:
+    """The body-phase actions' behaviour on a :class:`_StreamSite`, as the fault server
+    performs them. (When the actions carry it themselves, issue 12, this is
+    ``await action.fire(site)``.)"""
+    conn, name = site.conn, action.name
+    if name == "hang":
+        deadline = None if action.duration_s is None else site.now() + action.duration_s
+        gone = await conn.wait_gone(deadline)
+        conn.close("peer gone" if gone else "hang ended")
+    elif name == "fin":
+        conn.half_close()
+        conn.close("fin")
+    elif name == "half_close":
+        conn.half_close()
+        await conn.wait_gone(None)
+        conn.close("peer gone")
+    elif name == "rst":
+        conn.reset("rst")
+    elif name == "truncate":
+        await site.end_body()
+    elif name == "slow":
+        (site.slow_bytes if action.per == "byte" else site.slow_events)(action.delay_s)
+    elif name == "drip":
+        await _drip(action, site)
+    else:
+        raise ValueError(f"action {name!r} cannot fire at phase {site.phase}")
+
+
+async def _drip(action: Any, site: _StreamSite) -> None:
+    unit = site.keepalive_unit(action.comment)
+    start = site.now()
+    end = None if action.duration_s is None else start + action.duration_s
+    for i in range(1, 1 << 62):  # bounded by duration_s or by the peer leaving
+        due = start + i * action.interval_s
+        if end is not None and due > end:
+            if await site.conn.sleep_until(end):
+                site.conn.close("drip ended")
+            return
+        if not await site.conn.sleep_until(due):
+            return
+        await site.write_keepalive(unit, due)
