@@ -74,6 +74,14 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[Event | Comment]:
         self._buf += chunk
         out: list[Event | Comment] = []
+        if b"\r" not in self._buf:
+            # Fast path (almost every stream): split on LF in C, not byte by byte.
+            *lines, self._buf = self._buf.split(b"\n")
+            for raw in lines:
+                item = self._line(raw.decode("utf-8", errors="replace"))
+                if item is not None:
+                    out.append(item)
+            return out
         while True:
             line, rest = self._take_line(self._buf)
             if line is None:

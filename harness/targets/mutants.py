@@ -46,6 +46,7 @@ Not here: running the catalog (``harness.mutants_cli``), the correct stack
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -456,6 +457,12 @@ class _DescribingWatchdog:
         token = self._inner.start_attempt(abort)
         self._probe.record_attempt(self._inner)
         return token
+
+    @contextlib.contextmanager
+    def attempt(self, abort: Callable[[], None]) -> Any:
+        with self._inner.attempt(abort) as token:
+            self._probe.record_attempt(self._inner)
+            yield token
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
