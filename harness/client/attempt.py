@@ -49,7 +49,7 @@ from harness.sse import SSEDecoder
 if TYPE_CHECKING:
     from harness.client.components import Components
 
-__all__ = ["AttemptRun", "Call", "Reply", "Verdict", "check_ceiling"]
+__all__ = ["AttemptRun", "Call", "Reply", "Verdict", "check_ceiling", "clamp_connect"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,15 @@ def check_ceiling(due: Deadline | None, *, attempt: int, elapsed_s: float) -> No
         raise error_for_deadline(due, attempt=attempt, elapsed_s=elapsed_s)
 
 
+def clamp_connect(connect_s: float | None, nxt: Deadline | None, now: float) -> float | None:
+    """The connect timeout, never past the next deadline: a blocked connect has no
+    socket for an abort to shut down yet, so only its own timeout can end it."""
+    if nxt is None:
+        return connect_s
+    remaining = max(0.001, nxt.at - now)
+    return remaining if connect_s is None else min(connect_s, remaining)
+
+
 class AttemptRun:
     """One attempt's state: what it read, how it ended. Pure: no clock, no I/O."""
 
@@ -123,11 +132,7 @@ class AttemptRun:
     ) -> float | None:
         """The attempt is armed; returns its connect timeout (clamped to ``nxt``)."""
         self.token = token
-        connect_s = settings.connect_timeout_s
-        if nxt is not None:
-            remaining = max(0.001, nxt.at - now)
-            connect_s = remaining if connect_s is None else min(connect_s, remaining)
-        return connect_s
+        return clamp_connect(settings.connect_timeout_s, nxt, now)
 
     @property
     def alive(self) -> bool:
