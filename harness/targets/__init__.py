@@ -28,6 +28,8 @@ TARGETS: dict[str, str] = {
     "reference": "harness.targets.reference:ReferenceTarget",
     "openai-sdk": "harness.targets.openai_sdk:OpenAISDKTarget",
     "hermes": "harness.targets.hermes:HermesTarget",
+    "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
+    "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
 }
 #: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
 #: no expectations of their own and are judged by the ``reference`` expectation.

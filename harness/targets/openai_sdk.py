@@ -28,10 +28,14 @@ class OpenAISDKTarget(Target):
     def prepare(self) -> None:
         warm_up_target(self, apis=self.apis)
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
+    def make_client(self, job: Job) -> Any:
+        """The SDK client for one job (a subclass changes only this)."""
         import openai
 
-        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+        return openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        client = self.make_client(job)
         results: list[CallResult] = []
         try:
             for i in range(job.calls):
@@ -39,7 +43,7 @@ class OpenAISDKTarget(Target):
                     pause_between_calls(job, log)
                 if job.rebuild_after is not None and i == job.rebuild_after:
                     client.close()
-                    client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+                    client = self.make_client(job)
                     log.mark("rebuild")
                 log.mark("call", f"{i + 1} of {job.calls}")
                 results.append(

@@ -1,0 +1,104 @@
+"""``anthropic-sdk+guard``: the Anthropic SDK at its defaults, plus ``harness.guard``.
+
+``anthropic.Anthropic(base_url=..., api_key=..., http_client=guard.http_client(anthropic,
+...))``: the Messages API, streamed (``messages.create(stream=True)``, every event
+consumed, the text of ``text_delta`` blocks joined) or not. Sequential calls share one
+client; a rebuild closes it and makes a new one; clients are closed before returning.
+Errors the guard raised are reported by their typed cause (``guard_common``).
+
+Not here: the guard (``harness.guard``); the bare SDK (the ``anthropic-sdk`` target).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.guard_common import guard_settings, reraise_typed
+
+__all__ = ["AnthropicSDKGuardTarget"]
+
+
+class AnthropicSDKGuardTarget(Target):
+    name = "anthropic-sdk+guard"
+    apis = ("messages",)
+    reusable = True
+
+    def prepare(self) -> None:
+        import anthropic  # noqa: F401 - imported before the leak baseline
+
+        from harness import guard  # noqa: F401
+        from harness.server import FaultServer
+
+        # warm_up's shapes are the OpenAI APIs'; the first Messages call pays the same
+        # one-time import cost, so pay it here, before the runner's baseline.
+        with FaultServer() as server:
+            for stream in (True, False):
+                job = Job(
+                    base_url=server.base_url,
+                    api="messages",
+                    stream=stream,
+                    messages=({"role": "user", "content": "warm up"},),
+                )
+                self.call(job, EventLog())
+
+    def make_client(self, job: Job) -> Any:
+        import anthropic
+
+        from harness import guard
+
+        http = guard.http_client(anthropic, settings=guard_settings(job))
+        return anthropic.Anthropic(base_url=job.base_url, api_key=job.api_key, http_client=http)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        try:
+            return self._calls(job, log)
+        except Exception as exc:
+            reraise_typed(exc, log)
+
+    def _calls(self, job: Job, log: EventLog) -> CallResult:
+        client = self.make_client(job)
+        results: list[CallResult] = []
+        try:
+            for i in range(job.calls):
+                if i > 0:
+                    pause_between_calls(job, log)
+                if job.rebuild_after is not None and i == job.rebuild_after:
+                    client.close()
+                    client = self.make_client(job)
+                    log.mark("rebuild")
+                log.mark("call", f"{i + 1} of {job.calls}")
+                results.append(_messages(client, job, log))
+        finally:
+            client.close()
+        last = results[-1]
+        return CallResult(
+            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
+        )
+
+
+def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs: dict[str, Any] = {
+        "model": job.model,
+        "messages": [dict(m) for m in job.messages],
+        "max_tokens": job.max_tokens or 1024,
+    }
+    if not job.stream:
+        resp = client.messages.create(**kwargs)
+        log.mark("response")
+        text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
+        return CallResult(text=text, finish_reason=resp.stop_reason)
+    parts: list[str] = []
+    finish = None
+    stream = client.messages.create(stream=True, **kwargs)
+    log.mark("headers")
+    with stream:
+        for event in stream:
+            kind = getattr(event, "type", "")
+            if kind == "content_block_delta" and getattr(event.delta, "type", "") == "text_delta":
+                parts.append(event.delta.text)
+                log.mark("delta", f"{len(event.delta.text)} chars")
+            elif kind == "message_delta" and event.delta.stop_reason:
+                finish = event.delta.stop_reason
+    log.mark("stream_end", f"finish_reason={finish}")
+    return CallResult(text="".join(parts), finish_reason=finish)
