@@ -129,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="before stopping a hung target, print where its threads were stuck",
     )
+    run.add_argument(
+        "--expectations",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="gate on this expectations overlay (repeatable; adds to or overrides the "
+        "scenarios' own; shipped overlays for the chosen targets apply without it)",
+    )
+    run.add_argument(
+        "--write-expectations",
+        metavar="FILE",
+        help="write what the (one) target did as an expectations overlay",
+    )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
@@ -220,7 +233,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from harness.report.json_report import write_json
     from harness.runner import RunSettings, Shard, plan, run_cases
 
-    scenarios = _exclude(_load(args), args.exclude)
+    targets = _targets(args)
+    scenarios = _with_overlays(
+        args, _exclude(_load(args), args.exclude), targets, args.expectations
+    )
+    if args.write_expectations:
+        _check_writable(args.write_expectations, "--write-expectations", targets)
     shard = Shard.parse(args.shard) if args.shard else None
     settings = RunSettings(
         time_scale=_time_scale(args),
@@ -228,11 +246,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         keep_timeline=bool(args.json),
         dump_hung_stacks=args.dump_stacks,
     )
-    cases = plan(scenarios, _targets(args), shard=shard)
+    cases = plan(scenarios, targets, shard=shard)
     if not cases:
-        raise UsageError(
-            "no case to run: no selected scenario has an expectation for the chosen targets"
-        )
+        raise UsageError("no case to run: no scenario selected")
     err = Console(stderr=True)
     results = _run_with_progress(cases, settings, err, quiet=args.quiet, run_cases=run_cases)
     out = _out_console()
@@ -247,6 +263,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         write_junit(args.junit, results)
     if args.markdown:
         write_markdown(args.markdown, results)
+    if args.write_expectations:
+        from harness.expectations import write_overlay
+
+        write_overlay(args.write_expectations, targets[0], results)
     failed = any(not r.matched for r in results)
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
@@ -285,9 +305,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             f"{', '.join(s.name for s in scenarios)}"
         )
     settings = RunSettings(time_scale=_time_scale(args), jobs=1, dump_hung_stacks=True)
-    cases = plan(scenarios, _targets(args))
-    if not cases:
-        raise UsageError(f"{scenarios[0].name} has no expectation for {', '.join(_targets(args))}")
+    targets = _targets(args)
+    cases = plan(_with_overlays(args, scenarios, targets, ()), targets)
     out = _out_console()
     out.print(f"[bold]{scenarios[0].name}[/]: {scenarios[0].summary}")
     if scenarios[0].references:
@@ -385,14 +404,14 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _add_common(parser: argparse.ArgumentParser, *, default_scale: float) -> None:
-    from harness.targets import TARGETS
+    from harness.targets import allowed_targets
 
     parser.add_argument(
         "--target",
         "-t",
         action="append",
         metavar="TARGET",
-        help=f"target to run (repeatable); one of {', '.join(sorted(TARGETS))}; "
+        help=f"target to run (repeatable); one of {allowed_targets()}; "
         "default: reference and openai-sdk",
     )
     parser.add_argument(
@@ -426,13 +445,38 @@ def _exclude(scenarios: list[Any], patterns: Sequence[str]) -> list[Any]:
 
 def _targets(args: argparse.Namespace) -> list[str]:
     from harness.runner import DEFAULT_TARGETS
-    from harness.targets import TARGETS
+    from harness.targets import allowed_targets, is_target
 
     targets = args.target or list(DEFAULT_TARGETS)
     for t in targets:
-        if t not in TARGETS:
-            raise UsageError(f"--target {t!r} is not valid; allowed: {', '.join(sorted(TARGETS))}")
+        if not is_target(t):
+            raise UsageError(f"--target {t!r} is not valid; allowed: {allowed_targets()}")
     return list(dict.fromkeys(targets))
+
+
+def _with_overlays(
+    args: argparse.Namespace, scenarios: list[Any], targets: Sequence[str], files: Sequence[str]
+) -> list[Any]:
+    """``scenarios`` with the expectations overlays for ``targets`` merged in."""
+    from harness.expectations import apply_overlays, overlays_for
+    from harness.scenario import CATALOG_DIR
+
+    # An overlay covers the whole catalog, not only this run's selection (file stems are
+    # the scenario names: the loader checks that).
+    directory = Path(args.scenarios_dir or CATALOG_DIR)
+    names = {s.name for s in scenarios} | {p.stem for p in directory.glob("*.toml")}
+    return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
+
+
+def _check_writable(path: str, flag: str, targets: Sequence[str]) -> None:
+    """Fail before any case runs: a run whose output cannot be written is wasted."""
+    import os
+
+    if len(targets) != 1:
+        raise UsageError(f"{flag} records one target; got {len(targets)}: {', '.join(targets)}")
+    parent = Path(path).parent
+    if Path(path).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"{flag} {path}: cannot write there")
 
 
 def _time_scale(args: argparse.Namespace) -> float:

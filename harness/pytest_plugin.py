@@ -202,12 +202,20 @@ def scenario(request: pytest.FixtureRequest) -> Any:
             pytrace=False,
         )
     name, target = _marker_args(*marker.args, **marker.kwargs)
+    from harness.expectations import apply_overlays, overlays_for
     from harness.runner import RunSettings, run_cases
     from harness.scenario import CATALOG_DIR, ScenarioError, load_catalog, select
+    from harness.targets import allowed_targets, is_target
 
+    if not is_target(target):
+        pytest.fail(f"{MARKER}: target {target!r} is not valid; allowed: {allowed_targets()}")
     directory = option_value(request.config, "scenarios_dir") or CATALOG_DIR
     try:
-        chosen = select(load_catalog(directory), [name])
+        catalog = load_catalog(directory)
+        chosen = select(catalog, [name])
+        # A shipped expectations overlay for the target gates it as it does in `harness run`.
+        overlays = overlays_for([target], (), scenarios=[s.name for s in catalog])
+        chosen = apply_overlays(chosen, overlays)
     except ScenarioError as exc:
         pytest.fail(str(exc), pytrace=False)
     settings = RunSettings(time_scale=option_value(request.config, "time_scale"), jobs=1)

@@ -47,7 +47,7 @@ from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, snapshot
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
-from harness.targets import is_target, load_target
+from harness.targets import allowed_targets, expectation_key, is_target, load_target
 from harness.targets.base import Job
 from harness.targets.process import ChildFailed, TargetProcess
 
@@ -159,7 +159,11 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """Everything the reports need about one scenario x target case."""
+    """Everything the reports need about one scenario x target case.
+
+    ``expected`` is the expectation's text, ``""`` when the target has none for this
+    scenario: then ``matched`` is True (nothing to regress against) and ``gated`` False.
+    """
 
     scenario: str
     target: str
@@ -197,6 +201,11 @@ class CaseResult:
         if self.requests is not None and self.attempts is not None:
             beyond = max(self.requests - self.attempts, 0)
         return max(beyond, self.late_requests or 0)
+
+    @property
+    def gated(self) -> bool:
+        """True when an expectation judged this case (it counts for the exit status)."""
+        return bool(self.expected)
 
     @property
     def over_budget(self) -> bool:
@@ -268,21 +277,13 @@ def plan(
     *,
     shard: Shard | None = None,
 ) -> list[tuple[Scenario, str]]:
-    """The cases to run: every scenario x target it has an expectation for, in a fixed
-    order (scenario name, then target order), sliced by ``shard``."""
+    """The cases to run: every scenario x every target, in a fixed order (scenario name,
+    then target order), sliced by ``shard``. A case with no expectation for its target
+    runs too: it is judged by the scenario's contract verdict alone."""
     unknown = [t for t in targets if not is_target(t)]
     if unknown:
-        from harness.targets import TARGETS
-
-        raise ValueError(
-            f"unknown target {unknown[0]!r}; allowed: {', '.join(sorted(TARGETS))}, mutant:NAME"
-        )
-    cases = [
-        (s, t)
-        for s in sorted(scenarios, key=lambda s: s.name)
-        for t in targets
-        if _expectation_key(t) in s.expected
-    ]
+        raise ValueError(f"unknown target {unknown[0]!r}; allowed: {allowed_targets()}")
+    cases = [(s, t) for s in sorted(scenarios, key=lambda s: s.name) for t in targets]
     if shard is not None:
         cases = [c for i, c in enumerate(cases) if i % shard.count == shard.index - 1]
     return cases
@@ -321,7 +322,7 @@ def _run_case(
     expect_as: str | None,
 ) -> tuple[CaseResult, TargetProcess | None]:
     """:func:`run_case`, also returning the child when it is clean enough to reuse."""
-    expected = scenario.expected_for(expect_as or _expectation_key(target)) or Expected("ok")
+    expected = scenario.expected_for(expect_as or expectation_key(target))
     # Kernel timers (keepalive, RTO, TCP_USER_TIMEOUT) are real seconds, and a relay's own
     # latency does not shrink: such scenarios set (or imply) a floor for the time scale.
     scale = scenario.time_scale_for(settings.time_scale)
@@ -336,9 +337,9 @@ def _run_case(
         result = CaseResult(
             scenario=scenario.name,
             target=target,
-            expected=str(expected),
+            expected=_expected_str(expected),
             outcome=outcome,
-            matched=expected.matches(outcome),
+            matched=expected is None or expected.matches(outcome),
             time_scale=scale,
             ceiling_s=ceiling,
             message=detail,
@@ -352,7 +353,7 @@ def _run_case(
         result = CaseResult(
             scenario=scenario.name,
             target=target,
-            expected=str(expected),
+            expected=_expected_str(expected),
             outcome=Outcome("skipped", detail=detail),
             matched=not ci,
             time_scale=scale,
@@ -447,7 +448,7 @@ def _run_case(
     result = CaseResult(
         scenario=scenario.name,
         target=target,
-        expected=str(expected),
+        expected=_expected_str(expected),
         outcome=outcome,
         matched=False,
         time_scale=scale,
@@ -455,7 +456,7 @@ def _run_case(
         elapsed_s=None if (end_t is None or started_t is None) else float(end_t) - started_t,
         latency_s=detection_latency(timeline, error_t),
         requests=len(records),
-        max_requests=scenario.budget.max_requests_of(expect_as or _expectation_key(target)),
+        max_requests=scenario.budget.max_requests_of(expect_as or expectation_key(target)),
         leaks=leaks,
         attempts=_client_attempts(report, calls=scenario.request.calls),
         late_requests=_late_requests(records, end_t),
@@ -576,7 +577,7 @@ def _estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     ceiling = settings.ceiling_for(
         scenario, time_scale=scenario.time_scale_for(settings.time_scale)
     )
-    expected = scenario.expected_for(_expectation_key(target))
+    expected = scenario.expected_for(expectation_key(target))
     if scenario.backend == "kernel" or (expected is not None and expected.kind == "hung"):
         return ceiling
     if scenario.backend != "server":
@@ -584,7 +585,13 @@ def _estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     return ceiling / 10
 
 
-def _with_match(result: CaseResult, expected: Expected) -> CaseResult:
+def _expected_str(expected: Expected | None) -> str:
+    return "" if expected is None else str(expected)
+
+
+def _with_match(result: CaseResult, expected: Expected | None) -> CaseResult:
+    if expected is None:  # nothing to regress against: the verdict alone judges it
+        return dataclasses.replace(result, matched=True)
     matched = expected.matches(result.outcome) and not result.over_budget
     return dataclasses.replace(result, matched=matched)
 
@@ -648,13 +655,6 @@ def _missing_unlocked(backend: str) -> str | None:
 
         return netns_missing()
     return None
-
-
-def _expectation_key(target: str) -> str:
-    """Which ``[expected]`` key judges ``target``: its own name, ``reference`` for mutants."""
-    from harness.targets import MUTANT_PREFIX
-
-    return "reference" if target.startswith(MUTANT_PREFIX) else target
 
 
 def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:

@@ -235,7 +235,9 @@ class _ScenarioFields(_Model):
     request: RequestSpec = Field(default_factory=RequestSpec)
     watchdog: WatchdogSpec = Field(default_factory=WatchdogSpec)
     budget: Budget = Field(default_factory=Budget)
-    expected: dict[str, str]
+    #: target -> expected outcome; optional: a target without one is judged by the
+    #: contract verdict alone (other targets keep theirs in ``harness.expectations`` overlays).
+    expected: dict[str, str] = Field(default_factory=dict)
 
 
 class Scenario(_ScenarioFields):
@@ -285,8 +287,8 @@ class Scenario(_ScenarioFields):
 def load_scenario(path: str | Path, *, targets: Iterable[str] | None = None) -> Scenario:
     """Read and validate one scenario file.
 
-    ``targets`` are the target names an ``expected`` key may use (default: every
-    registered target). Raises :class:`ScenarioError` on any problem.
+    ``targets`` are the target names an ``expected`` key may use (default: any target
+    name: registered, an entry point, or ``package.module:Class``). Raises :class:`ScenarioError` on any problem.
     """
     path = Path(path)
     file = str(path)
@@ -333,24 +335,15 @@ def scenario_from_dict(
             ) from None
     if stem is not None and fields.name != stem:
         raise ScenarioError(file, "name", f"{fields.name!r} differs from the file name", repr(stem))
-    allowed_targets = sorted(targets) if targets is not None else _registered_targets()
-    if not fields.expected:
-        raise ScenarioError(
-            file, "expected", "needs at least one target", ", ".join(allowed_targets)
-        )
-    for target in fields.budget.max_requests_for:
-        if target not in allowed_targets:
-            raise ScenarioError(
-                file,
-                f"budget.max_requests_for.{target}",
-                "unknown target",
-                ", ".join(allowed_targets),
-            )
+    known = _target_check(targets)
+    for table, keys in (
+        ("budget.max_requests_for", fields.budget.max_requests_for),
+        ("expected", fields.expected),
+    ):
+        for target in keys:
+            if not known(target):
+                raise ScenarioError(file, f"{table}.{target}", "unknown target", _allowed(targets))
     for target, text in fields.expected.items():
-        if target not in allowed_targets:
-            raise ScenarioError(
-                file, f"expected.{target}", "unknown target", ", ".join(allowed_targets)
-            )
         try:
             Expected.parse(text)
         except ValueError:
@@ -440,10 +433,23 @@ def _relay_actions(script: FaultScript, network_raw: Any, *, file: str) -> tuple
     return dataclasses.replace(script, rules=rules), network_raw
 
 
-def _registered_targets() -> list[str]:
-    from harness.targets import TARGETS  # registry only; targets load their clients lazily
+def _target_check(targets: Iterable[str] | None) -> Any:
+    """A predicate for ``expected`` keys: the names given, else any target name
+    (registered, entry point, ``package.module:Class``; nothing is imported)."""
+    if targets is not None:
+        names = frozenset(targets)
+        return names.__contains__
+    from harness.targets import MUTANT_PREFIX, is_target  # registry only, no client import
 
-    return sorted(TARGETS)
+    return lambda name: is_target(name) and not name.startswith(MUTANT_PREFIX)
+
+
+def _allowed(targets: Iterable[str] | None) -> str:
+    if targets is not None:
+        return ", ".join(sorted(targets))
+    from harness.targets import registered_targets
+
+    return ", ".join(sorted(registered_targets())) + ", package.module:Class"
 
 
 def _from_validation(file: str, exc: ValidationError) -> ScenarioError:

@@ -22,6 +22,31 @@ def test_marker_runs_a_catalog_scenario_against_a_target(pytester):
     result.assert_outcomes(passed=1)
 
 
+def test_marker_runs_an_out_of_tree_target_whose_name_is_not_its_path(pytester):
+    # The child must be started with the import path: "my-agent" is registered nowhere.
+    pytester.makepyfile(
+        my_agent="""
+        from harness.targets.openai_sdk import OpenAISDKTarget
+
+        class MyAgent(OpenAISDKTarget):
+            name = "my-agent"
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.transport_scenario("chat_truncated_no_terminal", target="my_agent:MyAgent")
+        def test_truncation(scenario):
+            assert scenario.target == "my_agent:MyAgent"
+            assert scenario.outcome.kind == "truncated_as_complete", scenario.message
+            assert scenario.expected == ""  # no expectation: judged by its verdict
+        """
+    )
+    result = pytester.runpytest_subprocess("--harness-time-scale", "0.02", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_marker_is_registered_with_its_signature(pytester):
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(["*transport_scenario(name, target='reference')*"])

@@ -32,7 +32,9 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "cases": len(results),
         "not_applicable": sum(1 for r in results if r.outcome.kind == "not_applicable"),
         "unaccounted": sum(1 for r in results if getattr(r, "unaccounted_requests", 0)),
-        "matched": sum(1 for r in results if r.matched),
+        # A case with no expectation is judged by its verdict alone: never "as expected".
+        "matched": sum(1 for r in results if r.matched and getattr(r, "gated", True)),
+        "ungated": sum(1 for r in results if not getattr(r, "gated", True)),
         "mismatched": sum(1 for r in results if not r.matched),
         "leaky": sum(1 for r in results if r.leaks is not None and r.leaks.total > 0),
     }

@@ -92,8 +92,14 @@ def render_console(
         )
     console.print(
         Text(
-            f"{counts['matched']}/{counts['cases']} cases as expected, {counts['mismatched']} mismatched, "
-            f"{counts['leaky']} with leaks"
+            f"{counts['matched']}/{counts['cases'] - counts['ungated']} cases as expected, "
+            f"{counts['mismatched']} mismatched, "
+            + (
+                f"{counts['ungated']} with no expectation (judged by verdict only), "
+                if counts["ungated"]
+                else ""
+            )
+            + f"{counts['leaky']} with leaks"
             + (
                 f", {counts['unaccounted']} with requests the client cannot account for"
                 if counts["unaccounted"]
@@ -123,9 +129,10 @@ def _outcome_cell(r: Any) -> Text:
             f"\nexpected {r.expected}" + (" within budget" if r.over_budget else ""), style="red"
         )
         return text
+    mark = " ✓" if getattr(r, "gated", True) else ""  # no expectation: nothing to tick
     if r.outcome.kind == "not_applicable":
-        return Text("n/a ✓", style="dim")
-    return Text(f"{label} ✓", style="bold yellow" if r.outcome.kind in _BAD else "green")
+        return Text(f"n/a{mark}", style="dim")
+    return Text(f"{label}{mark}", style="bold yellow" if r.outcome.kind in _BAD else "green")
 
 
 def short_label(outcome: Any) -> str:

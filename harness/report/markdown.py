@@ -20,8 +20,9 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     lines = [
         f"## {title}",
         "",
-        f"{mark} {counts['matched']}/{counts['cases']} cases as expected, "
-        f"{counts['mismatched']} mismatched, {counts['leaky']} with leaks"
+        f"{mark} {counts['matched']}/{counts['cases'] - counts['ungated']} cases as expected, "
+        + (f"{counts['ungated']} judged by verdict only, " if counts["ungated"] else "")
+        + f"{counts['mismatched']} mismatched, {counts['leaky']} with leaks"
         + (
             f", {counts['not_applicable']} not applicable (target does not speak the API)."
             if counts["not_applicable"]

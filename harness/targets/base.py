@@ -29,14 +29,15 @@ provider or ``HERMES_*`` variables) plus whatever the scenario's ``env`` sets.
 
 How to add a target
 -------------------
-1. Write ``harness/targets/<name>.py`` with a subclass of :class:`Target`::
+1. Write a module (anywhere importable: your own package, a file on ``PYTHONPATH``) with a
+   subclass of :class:`Target`::
 
        class MyTarget(Target):
-           name = "my-agent"
+           name = "my-agent"                # display name; not how it is looked up
            apis = ("chat",)                 # the scenario APIs it can run
 
-           def prepare(self) -> None:       # import heavy things before "ready"
-               import my_agent
+           def prepare(self) -> None:       # import heavy things and warm up before "ready"
+               import my_agent              # (never counted against a case)
 
            def call(self, job: Job, log: EventLog) -> CallResult:
                client = my_agent.Client(base_url=job.base_url, api_key=job.api_key)
@@ -47,12 +48,17 @@ How to add a target
                    client.close()           # leaks are read after call() returns
 
    Raise whatever the client raises: the child reports the class and its MRO, and an
-   ``expected = "error:Base"`` in a scenario matches any base class. Call
-   ``log.mark("first_chunk")`` etc. to add client events to ``harness explain``.
-   Override :meth:`Target.command` to run in another interpreter (another venv).
-2. Register it in ``harness.targets.TARGETS``: ``"my-agent": "harness.targets.my:MyTarget"``.
-3. Add ``my-agent = "..."`` to the ``[expected]`` table of the scenarios it should run
-   (a scenario without an expectation for a target is not run against it).
+   ``expected = "error:Base"`` matches any base class. Call ``log.mark("first_chunk")``
+   etc. to add client events to ``harness explain``. Override :meth:`Target.command` to
+   run in another interpreter (another venv).
+2. Run it: ``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it and
+   judges every case by the scenario's contract (verdict pass / safe / fail). No
+   scenario file needs an edit. Optionally register a short name through the
+   ``harness.targets`` entry-point group of your package
+   (``my-agent = "mypkg.target:MyTarget"``).
+3. Gate on what it does: ``--write-expectations my-agent.toml`` records its outcomes as an
+   expectations overlay, ``--expectations my-agent.toml`` fails the run when one changes
+   (see ``harness.expectations``).
 
 Not here: judging results (``harness.outcome``) or scheduling (``harness.runner``).
 """
@@ -174,7 +180,14 @@ class Target(ABC):
     @classmethod
     def command(cls) -> list[str]:
         """The child command line; override to run in another interpreter."""
-        return [sys.executable, "-m", "harness.targets.child", cls.name]
+        # The import path, not ``name``: an out-of-tree class's display name is not
+        # registered anywhere the child could look it up.
+        return [
+            sys.executable,
+            "-m",
+            "harness.targets.child",
+            f"{cls.__module__}:{cls.__qualname__}",
+        ]
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Import heavy modules and warm up process-wide state before ``ready``.

@@ -91,3 +91,39 @@ class AbandoningTarget(Target):
             raise TimeoutError("the stray request got no headers within 10 s")
         log.mark("returned", "while a worker still reads a second request")
         return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class SlowStartTarget(Target):
+    """Stands for a client whose imports and warm-up take seconds: ``prepare`` takes
+    longer than the case's whole outer ceiling. Start-up must not count against the case."""
+
+    name = "slow-start"  # unlike its import path: the child must be started by path
+    apis = ("chat",)
+    #: Longer than the 0.5 s ceiling the test runs with.
+    PREPARE_S = 1.5
+
+    def prepare(self) -> None:
+        import time
+
+        time.sleep(self.PREPARE_S)  # stands for slow imports, not synchronisation
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = urlsplit(job.base_url)
+        body = json.dumps(
+            {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
+        )
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        try:
+            conn.request(
+                "POST",
+                url.path.rstrip("/") + "/chat/completions",
+                body,
+                {"Content-Type": "application/json", "Authorization": f"Bearer {job.api_key}"},
+            )
+            text = json.loads(conn.getresponse().read())["choices"][0]["message"]["content"]
+        finally:
+            conn.close()
+        return CallResult(text=text, finish_reason="stop", attempts=1)

@@ -121,9 +121,16 @@ def test_plan_is_deterministic_and_shards_partition_it():
     assert sum(len(p) for p in shards) == len(cases)
 
 
-def test_plan_judges_mutants_by_the_reference_expectation():
+def test_plan_runs_every_target_and_mutants_are_judged_by_the_reference_expectation():
+    from harness.targets import expectation_key
+
     s = make("x", {"reference": "ok"})
-    assert plan([s], ["mutant:no-keepalive", "openai-sdk"]) == [(s, "mutant:no-keepalive")]
+    # openai-sdk has no expectation here: it runs all the same, judged by its verdict.
+    assert plan([s], ["mutant:no-keepalive", "openai-sdk"]) == [
+        (s, "mutant:no-keepalive"),
+        (s, "openai-sdk"),
+    ]
+    assert s.expected_for(expectation_key("mutant:no-keepalive")).kind == "ok"
     with pytest.raises(ValueError, match="unknown target 'curl'"):
         plan([s], ["curl"])
 

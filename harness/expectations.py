@@ -1,0 +1,208 @@
+"""Expectations overlays: what one target did across the catalog, kept outside the scenario files.
+
+A scenario's inline ``[expected]`` table holds the built-in targets' expectations; any
+other target (an out-of-tree client, a gateway a team runs) keeps its own in one TOML
+file, so judging and gating it needs no edit to the catalog::
+
+    target = "mypkg.target:MyTarget"   # the -t name it applies to
+    [expected]                         # scenario -> outcome, the syntax of a scenario's [expected]
+    chat_healthy_stream = "ok"
+    chat_mid_stream_stall = "hung"
+    chat_rst_mid_stream = "error:APIConnectionError"
+    messages_healthy_stream = "not_applicable"
+    [max_requests]                     # optional: per-scenario request budget for this target
+    chat_mid_stream_stall = 6
+
+``harness run -t X --write-expectations FILE`` writes one from a run
+(:func:`render_overlay`); ``--expectations FILE`` gates on it (:func:`apply_overlays`:
+adds to, or overrides, the inline expectations). Files under ``SHIPPED_DIR`` apply to
+their target without the flag. A scenario left out of an overlay still runs and is
+judged by its contract verdict alone.
+
+Bad input raises :class:`~harness.scenario.ScenarioError` naming the file and the field
+(``expected.<scenario>``) with the allowed values.
+
+Not here: running (``harness.runner``) or the inline expectations (``harness.scenario``).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.outcome import EXPECTABLE, Expected, Outcome
+from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
+
+__all__ = [
+    "SHIPPED_DIR",
+    "Overlay",
+    "apply_overlays",
+    "expectation_text",
+    "load_overlay",
+    "overlays_for",
+    "render_overlay",
+    "shipped_overlays",
+    "write_overlay",
+]
+
+#: Overlays shipped with the package; each applies to the target its ``target`` names.
+SHIPPED_DIR = CATALOG_DIR / "expectations"
+_KEYS = ("target", "expected", "max_requests")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """One target's expectations (scenario -> outcome text) and request budgets."""
+
+    target: str
+    expected: Mapping[str, str] = field(default_factory=dict)
+    max_requests: Mapping[str, int] = field(default_factory=dict)
+    path: str = ""
+
+
+def load_overlay(path: str | Path, *, scenarios: Iterable[str]) -> Overlay:
+    """Read and validate one overlay file; ``scenarios`` are the names it may mention."""
+    file = str(path)
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(file, "(file)", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
+    return overlay_from_dict(raw, file=file, scenarios=scenarios)
+
+
+def overlay_from_dict(
+    raw: Mapping[str, Any], *, file: str = "<overlay>", scenarios: Iterable[str]
+) -> Overlay:
+    """Validate already-parsed overlay data (``load_overlay`` without the file read)."""
+    names = sorted(scenarios)
+    for key in raw:
+        if key not in _KEYS:
+            raise ScenarioError(file, key, "unknown key", ", ".join(_KEYS))
+    target = raw.get("target")
+    if not isinstance(target, str) or not target.strip():
+        raise ScenarioError(file, "target", f"{target!r} is not valid", "the -t name, a string")
+    expected = _table(raw, "expected", file)
+    budgets = _table(raw, "max_requests", file)
+    for table, entries in (("expected", expected), ("max_requests", budgets)):
+        for scenario in entries:
+            if scenario not in names:
+                raise ScenarioError(
+                    file, f"{table}.{scenario}", "unknown scenario", ", ".join(names)
+                )
+    for scenario, text in expected.items():
+        try:
+            Expected.parse(text)
+        except ValueError:
+            raise ScenarioError(
+                file, f"expected.{scenario}", f"{text!r} is not an outcome", EXPECTABLE
+            ) from None
+    for scenario, n in budgets.items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ScenarioError(
+                file, f"max_requests.{scenario}", f"{n!r} is not valid", "a whole number >= 1"
+            )
+    return Overlay(target=target, expected=dict(expected), max_requests=dict(budgets), path=file)
+
+
+def shipped_overlays(*, scenarios: Iterable[str], directory: Path = SHIPPED_DIR) -> list[Overlay]:
+    """Every overlay shipped under ``directory`` (none when it does not exist)."""
+    if not directory.is_dir():
+        return []
+    names = list(scenarios)
+    return [load_overlay(p, scenarios=names) for p in sorted(directory.glob("*.toml"))]
+
+
+def overlays_for(
+    targets: Sequence[str],
+    files: Sequence[str | Path],
+    *,
+    scenarios: Iterable[str],
+    shipped_dir: Path = SHIPPED_DIR,
+) -> list[Overlay]:
+    """The overlays that apply to a run of ``targets``: the shipped ones for those targets,
+    then ``files`` (given on the command line: applied last, so they win). A file given
+    for a target that is not in the run is an error: it would silently gate nothing."""
+    names = list(scenarios)
+    chosen = [
+        o for o in shipped_overlays(scenarios=names, directory=shipped_dir) if o.target in targets
+    ]
+    for path in files:
+        overlay = load_overlay(path, scenarios=names)
+        if overlay.target not in targets:
+            raise ScenarioError(
+                str(path),
+                "target",
+                f"{overlay.target!r} is not a target of this run",
+                ", ".join(targets),
+            )
+        chosen.append(overlay)
+    return chosen
+
+
+def apply_overlays(scenarios: Sequence[Scenario], overlays: Sequence[Overlay]) -> list[Scenario]:
+    """``scenarios`` with each overlay's expectations and budgets merged in (later wins)."""
+    out = []
+    for scenario in scenarios:
+        expected = dict(scenario.expected)
+        budgets = dict(scenario.budget.max_requests_for)
+        for overlay in overlays:
+            if scenario.name in overlay.expected:
+                expected[overlay.target] = overlay.expected[scenario.name]
+            if scenario.name in overlay.max_requests:
+                budgets[overlay.target] = overlay.max_requests[scenario.name]
+        if expected == scenario.expected and budgets == scenario.budget.max_requests_for:
+            out.append(scenario)
+            continue
+        budget = scenario.budget.model_copy(update={"max_requests_for": budgets})
+        out.append(scenario.model_copy(update={"expected": expected, "budget": budget}))
+    return out
+
+
+def expectation_text(outcome: Outcome) -> str | None:
+    """The expectation that matches ``outcome`` exactly as it came out (None: a skipped
+    case, which says nothing about the target). An error is written as its class; for a
+    ``RetriesExhausted:Inner`` report, the inner class (both are in the reported MRO)."""
+    if outcome.kind == "skipped":
+        return None
+    if outcome.kind == "error" and outcome.error:
+        return f"error:{outcome.error.rsplit(':', 1)[-1]}"
+    return outcome.kind
+
+
+def render_overlay(target: str, results: Iterable[Any]) -> str:
+    """The overlay TOML for ``target`` from a run's ``CaseResult`` list (its other
+    targets' results are left out)."""
+    lines = [
+        "# Expectations overlay written by `harness run --write-expectations`: what this",
+        "# target did; gate on it with `harness run -t TARGET --expectations FILE`.",
+        f"target = {json.dumps(target)}",
+        "",
+        "[expected]",
+    ]
+    for result in sorted(results, key=lambda r: r.scenario):
+        text = expectation_text(result.outcome) if result.target == target else None
+        if text is not None:
+            lines.append(f"{result.scenario} = {json.dumps(text)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_overlay(path: str | Path, target: str, results: Iterable[Any]) -> None:
+    Path(path).write_text(render_overlay(target, results), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _table(raw: Mapping[str, Any], key: str, file: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ScenarioError(file, key, f"{value!r} is not valid", "a table of scenario = value")
+    return dict(value)

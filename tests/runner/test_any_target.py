@@ -1,0 +1,102 @@
+"""Any client, no edits: a ``module:Class`` target whose ``name`` is unlike its path, the
+entry-point group, cases without an expectation, and start-up kept out of the case."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+from harness import targets as targets_module
+from harness.runner import RunSettings, plan, run_case
+from harness.scenario import scenario_from_dict
+from harness.server import FaultServer
+from harness.targets import expectation_key, is_target, load_target
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+FAST = 0.02
+SLOW_START = "runner.targets_double:SlowStartTarget"
+
+
+def make(name: str, expected: dict[str, str] | None = None, **fields) -> object:
+    return scenario_from_dict({"name": name, "summary": name, "expected": expected or {}, **fields})
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FaultServer() as srv:
+        yield srv
+
+
+def settings(**kwargs) -> RunSettings:
+    return RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR}, **kwargs)
+
+
+@pytest.mark.timeout(60)
+def test_start_up_longer_than_the_ceiling_is_not_counted_against_the_case(server):
+    # The ceiling is 0.5 s; the child's prepare() alone takes 1.5 s. A runner that
+    # started the case clock at spawn would call this healthy call hung.
+    s = make("healthy", ceiling_s=10)
+    result = run_case(s, SLOW_START, server=server, settings=settings(min_ceiling_s=0.5))
+    assert result.ceiling_s == 0.5
+    assert result.outcome.kind == "ok", result.message
+    assert result.elapsed_s is not None and result.elapsed_s < result.ceiling_s
+
+
+@pytest.mark.timeout(60)
+def test_path_target_whose_name_is_not_registered_runs_in_its_child(server):
+    cls = load_target(SLOW_START)
+    assert cls.name == "slow-start" and not is_target(cls.name)
+    s = make("healthy_again", {SLOW_START: "ok"})
+    result = run_case(s, SLOW_START, server=server, settings=settings())
+    assert result.target == SLOW_START
+    assert result.outcome.kind == "ok", result.message
+    assert result.matched and result.gated and result.expected == "ok"
+
+
+@pytest.mark.timeout(60)
+def test_case_without_an_expectation_runs_and_is_not_gated(server):
+    s = make("no_expectation", {"reference": "ok"})
+    assert [t for _, t in plan([s], ["reference", SLOW_START])] == ["reference", SLOW_START]
+    result = run_case(s, SLOW_START, server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.expected == "" and not result.gated
+    assert result.matched  # nothing to regress against: never fails the exit status
+    assert result.to_dict()["expected"] == ""
+
+
+def test_unknown_target_lists_every_form_it_may_take():
+    with pytest.raises(ValueError) as info:
+        plan([make("x")], ["curl"])
+    text = str(info.value)
+    assert "'curl'" in text and "reference" in text
+    assert "mutant:NAME" in text and "package.module:Class" in text
+
+
+def test_broken_target_module_is_an_import_error_not_an_unknown_name():
+    with pytest.raises(ModuleNotFoundError):
+        load_target("no_such_pkg.agent:Agent")
+    with pytest.raises(ValueError, match="not a harness.targets.Target subclass"):
+        load_target("harness.targets.base:Job")
+
+
+def test_entry_point_group_registers_a_target_by_name(monkeypatch):
+    eps = [EntryPoint("slow-start-ep", SLOW_START, targets_module.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(targets_module, "entry_points", lambda group: eps)
+    targets_module._entry_point_targets.cache_clear()
+    try:
+        assert is_target("slow-start-ep")
+        assert "slow-start-ep" in targets_module.allowed_targets()
+        assert load_target("slow-start-ep") is load_target(SLOW_START)
+        assert expectation_key("slow-start-ep") == "slow-start-ep"
+    finally:
+        targets_module._entry_point_targets.cache_clear()
+
+
+def test_child_is_started_with_the_import_path_not_the_display_name():
+    command = load_target(SLOW_START).command()
+    assert command[-1] == SLOW_START
+    mutant = load_target("mutant:none").command()[-1]
+    assert mutant == "harness.targets.mutants:StackTarget"
