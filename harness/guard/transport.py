@@ -20,6 +20,7 @@ Not here: what bytes mean (``watch.py``), which socket (``sockets.py``), error c
 
 from __future__ import annotations
 
+import contextvars
 import sys
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
@@ -63,14 +64,27 @@ class _Face:
     def _watch(self, request: Any) -> Watch:
         return Watch.for_request(request.url.path, request.headers, self.settings)
 
+    @staticmethod
+    def _state(watch: Watch, now: float) -> DeadlineState:
+        """The request's deadlines. The hard ceiling is the SDK *call's*: a retry (the
+        SDKs number them in ``x-stainless-retry-count``) in the same thread or task
+        continues the clock its first attempt started."""
+        started = CALL_STARTED.get() if watch.attempt > 1 else None
+        if started is None:
+            started = now
+            CALL_STARTED.set(started)
+        return DeadlineState(watch.settings, call_started_at=started)
+
     def _clamp(self, request: Any, wd: Watchdog | AsyncWatchdog) -> None:
         timeout = dict(request.extensions.get("timeout") or {})
         for key in ("connect", "pool"):
             timeout[key] = clamp_connect(timeout.get(key), wd.next_deadline(), wd.now())
         request.extensions = {**request.extensions, "timeout": timeout}
 
-    def _head(self, response: Any, watch: Watch) -> None:
-        for name, value in watch.response(response.status_code, response.headers).items():
+    def _head(self, response: Any, watch: Watch, wd: Watchdog | AsyncWatchdog) -> None:
+        hard_at = wd.hard_deadline_at()
+        left_s = None if hard_at is None else hard_at - wd.now()
+        for name, value in watch.response(response.status_code, response.headers, left_s).items():
             response.headers[name] = value
 
     def _error(self, typed: HarnessError, exc: BaseException | None, request: Any) -> BaseException:
@@ -107,7 +121,7 @@ class GuardTransport(_Face):
 
     def handle_request(self, request: Any) -> Any:
         watch = self._watch(request)
-        wd = Watchdog(DeadlineState(watch.settings, call_started_at=_CLOCK.now()), clock=_CLOCK)
+        wd = Watchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
         wd.start()
         binding = Binding()
         token = wd.start_attempt(binding.abort)
@@ -123,7 +137,7 @@ class GuardTransport(_Face):
             raise err from err.__cause__
         finally:
             CURRENT.reset(reset)
-        self._head(response, watch)
+        self._head(response, watch, wd)
         body = _stream_class(_Body, self.http.SyncByteStream)
         response.stream = body(self, response.stream, watch, wd, token, request)
         return response
@@ -182,7 +196,7 @@ class AsyncGuardTransport(_Face):
 
     async def handle_async_request(self, request: Any) -> Any:
         watch = self._watch(request)
-        wd = AsyncWatchdog(DeadlineState(watch.settings, call_started_at=AsyncWatchdog.now()))
+        wd = AsyncWatchdog(self._state(watch, AsyncWatchdog.now()))
         binding = Binding()
         token = wd.start_attempt(binding.abort)
         self._clamp(request, wd)
@@ -197,7 +211,7 @@ class AsyncGuardTransport(_Face):
             raise err from err.__cause__
         finally:
             CURRENT.reset(reset)
-        self._head(response, watch)
+        self._head(response, watch, wd)
         body = _stream_class(_AsyncBody, self.http.AsyncByteStream)
         response.stream = body(self, response.stream, watch, wd, token, request)
         return response
@@ -249,6 +263,10 @@ class _AsyncBody:
 
 
 _CLOCK = MonotonicClock()
+#: When the current SDK call's first attempt started, in this thread or task.
+CALL_STARTED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "harness_guard_call_started", default=None
+)
 _STREAM_CLASSES: dict[tuple[type, type], type] = {}
 
 

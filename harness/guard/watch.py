@@ -17,9 +17,9 @@ request body, as ``ClientSettings.for_prompt`` says); keep-alive and terminal ma
 are :mod:`harness.client.markers`'; SSE is :mod:`harness.sse`'s decoder; foreign
 errors are classified by :func:`harness.client.errors.map_exception`.
 
-A Retry-After longer than the hard ceiling can never fit, so the guard adds the SDKs'
-own ``x-should-retry: false`` to that error response: the SDK raises its typed status
-error at once instead of sleeping past every deadline.
+A Retry-After longer than what is left of the call's hard ceiling can never fit, so the
+guard adds the SDKs' own ``x-should-retry: false`` to that error response: the SDK
+raises its typed status error at once instead of sleeping past every deadline.
 
 Not here: sockets, threads, the HTTP library.
 """
@@ -83,13 +83,16 @@ class Watch:
 
     # ------------------------------------------------------------------ events
 
-    def response(self, status: int, headers: Mapping[str, str]) -> dict[str, str]:
-        """The response head arrived; returns headers the guard adds to it."""
+    def response(
+        self, status: int, headers: Mapping[str, str], ceiling_left_s: float | None = None
+    ) -> dict[str, str]:
+        """The response head arrived (``ceiling_left_s`` before the call's hard ceiling);
+        returns headers the guard adds to it."""
         sse = headers.get("content-type", "").startswith("text/event-stream")
         if sse:
             self.decoder = SSEDecoder()
             self.check_terminal = 200 <= status < 300 and self.api is not None
-        return self._no_retry(status, headers)
+        return self._no_retry(status, headers, ceiling_left_s)
 
     def receive(self, chunk: bytes) -> str | None:
         """One body chunk passed through; the activity it carried."""
@@ -138,12 +141,13 @@ class Watch:
     def _deadline(self, deadline: Deadline, elapsed_s: float) -> HarnessError:
         return error_for_deadline(deadline, attempt=self.attempt, elapsed_s=elapsed_s)
 
-    def _no_retry(self, status: int, headers: Mapping[str, Any]) -> dict[str, str]:
-        ceiling = self.settings.hard_ceiling_s
-        if ceiling is None or status not in _RETRY_STATUSES:
+    def _no_retry(
+        self, status: int, headers: Mapping[str, Any], left_s: float | None
+    ) -> dict[str, str]:
+        if left_s is None or status not in _RETRY_STATUSES:
             return {}
         wait = _retry_after_s(headers)
-        if wait is None or wait < ceiling:
+        if wait is None or wait < left_s:
             return {}
         return {"x-should-retry": "false"}
 
