@@ -48,7 +48,8 @@ class AnthropicSDKGuardTarget(Target):
         from harness import guard
 
         http = guard.http_client(anthropic, settings=guard_settings(job))
-        return anthropic.Anthropic(base_url=job.base_url, api_key=job.api_key, http_client=http)
+        root = job.base_url.removesuffix("/v1")  # the SDK adds /v1/messages itself
+        return anthropic.Anthropic(base_url=root, api_key=job.api_key, http_client=http)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         try:
