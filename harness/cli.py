@@ -11,7 +11,7 @@
     harness mutants [...]               (mutation testing; see harness mutants --help)
     harness record --upstream URL --out DIR   (recording proxy; see harness record --help)
     harness proxy --upstream URL --script F   (fault proxy on a live upstream)
-    harness bench server|watchdog|netem|proxy [...]
+    harness bench server|watchdog|netem|proxy|guard [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,
@@ -172,10 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="benchmarks: server, watchdog, netem",
+        help="benchmarks: server, watchdog, netem, proxy, guard",
         description="Run a benchmark and print ours-vs-baseline tables.",
     )
-    bench.add_argument("which", choices=("server", "watchdog", "netem", "proxy"))
+    bench.add_argument("which", choices=("server", "watchdog", "netem", "proxy", "guard"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark")
     bench.set_defaults(func=_cmd_bench)
 
@@ -346,6 +346,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
         "netem": ("harness.bench.netem", "main"),
         "proxy": ("harness.bench.proxy", "main"),
+        "guard": ("harness.bench.guard", "main"),
     }[args.which]
     func = _optional(module, name, what=f"harness bench {args.which}")
     return int(func(list(args.rest)) or 0)

@@ -75,10 +75,19 @@ class SSEDecoder:
         self._buf += chunk
         out: list[Event | Comment] = []
         if b"\r" not in self._buf:
-            # Fast path (almost every stream): split on LF in C, not byte by byte.
+            # Fast path (almost every stream): split on LF in C, not byte by byte, and
+            # take the two common lines (data, blank) without the general parser.
             *lines, self._buf = self._buf.split(b"\n")
             for raw in lines:
-                item = self._line(raw.decode("utf-8", errors="replace"))
+                if not raw:
+                    item = self._dispatch() if self._data else self._reset()
+                elif raw.startswith(b"data:"):
+                    value = raw[6:] if raw.startswith(b"data: ") else raw[5:]
+                    self._data.append(value.decode("utf-8", errors="replace"))
+                    self._has_fields = True
+                    continue
+                else:
+                    item = self._line(raw.decode("utf-8", errors="replace"))
                 if item is not None:
                     out.append(item)
             return out
