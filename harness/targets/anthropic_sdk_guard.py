@@ -2,9 +2,9 @@
 
 ``anthropic.Anthropic(base_url=..., api_key=..., http_client=guard.http_client(anthropic,
 ...))``: the Messages API, streamed (``messages.create(stream=True)``, every event
-consumed, the text of ``text_delta`` blocks joined) or not. Sequential calls share one
-client; a rebuild closes it and makes a new one; clients are closed before returning.
-Errors the guard raised are reported by their typed cause (``guard_common``).
+consumed, the text of ``text_delta`` blocks joined) or not. The job's calls, the client
+reuse and rebuild are the ``openai-sdk`` target's loop; only the client and the one call
+differ. Errors the guard raised are reported by their typed cause (``guard_common``).
 
 Not here: the guard (``harness.guard``); the bare SDK (the ``anthropic-sdk`` target).
 """
@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.guard_common import guard_settings, reraise_typed
+from harness.targets.openai_sdk import OpenAISDKTarget
+from harness.targets.warmup import warm_up_job
 
 __all__ = ["AnthropicSDKGuardTarget"]
 
 
-class AnthropicSDKGuardTarget(Target):
+class AnthropicSDKGuardTarget(OpenAISDKTarget):
     name = "anthropic-sdk+guard"
     apis = ("messages",)
-    reusable = True
 
     def prepare(self) -> None:
         import anthropic  # noqa: F401 - imported before the leak baseline
@@ -34,13 +35,7 @@ class AnthropicSDKGuardTarget(Target):
         # one-time import cost, so pay it here, before the runner's baseline.
         with FaultServer() as server:
             for stream in (True, False):
-                job = Job(
-                    base_url=server.base_url,
-                    api="messages",
-                    stream=stream,
-                    messages=({"role": "user", "content": "warm up"},),
-                )
-                self.call(job, EventLog())
+                self.call(warm_up_job(server.base_url, "messages", stream), EventLog())
 
     def make_client(self, job: Job) -> Any:
         import anthropic
@@ -53,53 +48,32 @@ class AnthropicSDKGuardTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         try:
-            return self._calls(job, log)
+            return super().call(job, log)
         except Exception as exc:
             reraise_typed(exc, log)
 
-    def _calls(self, job: Job, log: EventLog) -> CallResult:
-        client = self.make_client(job)
-        results: list[CallResult] = []
-        try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.close()
-                    client = self.make_client(job)
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(_messages(client, job, log))
-        finally:
-            client.close()
-        last = results[-1]
-        return CallResult(
-            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
-        )
-
-
-def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
-    kwargs: dict[str, Any] = {
-        "model": job.model,
-        "messages": [dict(m) for m in job.messages],
-        "max_tokens": job.max_tokens or 1024,
-    }
-    if not job.stream:
-        resp = client.messages.create(**kwargs)
-        log.mark("response")
-        text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
-        return CallResult(text=text, finish_reason=resp.stop_reason)
-    parts: list[str] = []
-    finish = None
-    stream = client.messages.create(stream=True, **kwargs)
-    log.mark("headers")
-    with stream:
-        for event in stream:
-            kind = getattr(event, "type", "")
-            if kind == "content_block_delta" and getattr(event.delta, "type", "") == "text_delta":
-                parts.append(event.delta.text)
-                log.mark("delta", f"{len(event.delta.text)} chars")
-            elif kind == "message_delta" and event.delta.stop_reason:
-                finish = event.delta.stop_reason
-    log.mark("stream_end", f"finish_reason={finish}")
-    return CallResult(text="".join(parts), finish_reason=finish)
+    def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
+        kwargs: dict[str, Any] = {
+            "model": job.model,
+            "messages": [dict(m) for m in job.messages],
+            "max_tokens": job.max_tokens or 1024,
+        }
+        if not job.stream:
+            resp = client.messages.create(**kwargs)
+            log.mark("response")
+            text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
+            return CallResult(text=text, finish_reason=resp.stop_reason)
+        parts: list[str] = []
+        finish = None
+        stream = client.messages.create(stream=True, **kwargs)
+        log.mark("headers")
+        with stream:
+            for event in stream:
+                kind = getattr(event, "type", "")
+                if kind == "content_block_delta" and event.delta.type == "text_delta":
+                    parts.append(event.delta.text)
+                    log.mark("delta", f"{len(event.delta.text)} chars")
+                elif kind == "message_delta" and event.delta.stop_reason:
+                    finish = event.delta.stop_reason
+        log.mark("stream_end", f"finish_reason={finish}")
+        return CallResult(text="".join(parts), finish_reason=finish)

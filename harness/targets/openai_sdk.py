@@ -34,6 +34,10 @@ class OpenAISDKTarget(Target):
 
         return openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
 
+    def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
+        """One call of the job on ``client``, consumed to its end."""
+        return _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
+
     def call(self, job: Job, log: EventLog) -> CallResult:
         client = self.make_client(job)
         results: list[CallResult] = []
@@ -46,9 +50,7 @@ class OpenAISDKTarget(Target):
                     client = self.make_client(job)
                     log.mark("rebuild")
                 log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(
-                    _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
-                )
+                results.append(self.one_call(client, job, log))
         finally:
             client.close()
         last = results[-1]
