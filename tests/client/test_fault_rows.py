@@ -133,22 +133,6 @@ ROWS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm_sdk() -> None:
-    """One healthy call per driver and API first: the SDK's first request in a process
-    imports its resource modules lazily, which on a loaded machine can take longer than
-    the rows' 0.5 s first-byte deadline (and would then differ between the drivers)."""
-    from harness.server import FaultServer
-
-    with FaultServer() as srv:
-        for kind in DRIVERS:
-            client = Driver(kind, srv.base_url, FAST.replace(first_byte_s=None))
-            for api in ("chat", "responses", "messages"):
-                for stream in (True, False):
-                    client.complete(USER, api=api, stream=stream)
-            client.close()
-
-
 def _script(row: Row, *, attempts: list[int] | None = None) -> Any:
     match = {"attempts": attempts} if attempts else {}
     return script_from_dict({**row.script, "rules": [{"match": match, "fault": row.fault}]})
