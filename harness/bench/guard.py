@@ -9,6 +9,11 @@ round by round so a noisy machine moves both columns together:
   fault server runs in a child process pinned to the other core, so its CPU is not
   counted. The guard's overhead is the difference of the medians.
 - **first-event latency**: from ``create()`` to the first chunk the SDK yields (p50).
+- **the guard's own path, isolated**: the same body chunks (captured from the server
+  once) through exactly what the guard adds per chunk (the watch's SSE decoding and
+  marker rules, the watchdog report), CPU per event. On a loaded machine the SDK's
+  own cost per event swings by more than the guard's whole cost between rounds, so
+  this is the stable figure; the end-to-end difference is its noisy check.
 
 Not here: deadline precision (``harness bench watchdog``), the server (``bench server``).
 """
@@ -47,6 +52,8 @@ class GuardBench:
     cpu_us: dict[str, list[float]]
     #: config -> first-event latency in ms, one value per call
     first_ms: dict[str, list[float]]
+    #: the guard's per-chunk path alone, CPU µs per event, one value per round
+    isolated_us: list[float]
 
     def median_cpu(self, config: str) -> float:
         return statistics.median(self.cpu_us[config])
@@ -101,10 +108,11 @@ def measure(
                 cpu[config].append((time.process_time() - t0) / n * 1e6)
         for client in clients.values():
             client.close()
+        isolated = _isolated(base_url, rounds)
     finally:
         stop.set()
         server.join(timeout=10)
-    return GuardBench(rounds, calls, events, load, cpu, first)
+    return GuardBench(rounds, calls, events, load, cpu, first, isolated)
 
 
 def render(result: GuardBench) -> str:
@@ -121,6 +129,11 @@ def render(result: GuardBench) -> str:
     fg99 = percentile(result.first_ms["guard"], 99)
     rows.append(
         f"| first-event latency p99 | {fb99:.2f} ms | {fg99:.2f} ms | {fg99 - fb99:+.2f} ms |"
+    )
+    iso = statistics.median(result.isolated_us)
+    rows.append(
+        f"| the guard's own per-chunk path, isolated (median) | - | {iso:.2f} µs per event"
+        f" | {iso:.2f} µs (target < {TARGET_OVERHEAD_US:g}) |"
     )
     la = ", ".join(f"{x:.1f}" for x in result.loadavg_before)
     per_call = result.rounds * result.calls
@@ -160,6 +173,36 @@ def _stream(client: Any) -> tuple[int, float]:
                 first = time.perf_counter() - t0
             n += 1
     return n, first or 0.0
+
+
+def _isolated(base_url: str, rounds: int) -> list[float]:
+    """CPU µs per event of the guard's per-chunk work on one captured healthy body."""
+    from harness.client.deadlines import DeadlineState
+    from harness.client.settings import ClientSettings
+    from harness.client.watchdog import Watchdog
+    from harness.guard import library_of
+    from harness.guard.watch import Watch
+
+    http = library_of(None)
+    body = {"model": "m", "stream": True, "messages": USER}
+    with http.Client() as client:
+        with client.stream("POST", base_url + "/chat/completions", json=body) as resp:
+            chunks = list(resp.iter_raw())
+    out = []
+    for _ in range(rounds):
+        settings = ClientSettings()
+        with Watchdog(DeadlineState(settings, call_started_at=time.monotonic())) as wd:
+            token = wd.start_attempt(lambda: None)
+            watch = Watch("chat", settings, 1)
+            watch.response(200, {"content-type": "text/event-stream"})
+            t0 = time.process_time()
+            for _ in range(20):
+                for chunk in chunks:
+                    wd.report(watch.receive(chunk))
+            spent = time.process_time() - t0
+            wd.end_attempt(token)
+        out.append(spent / max(1, watch.events) * 1e6)
+    return out
 
 
 def _serve(events: int, ready: Any, stop: Any) -> None:
