@@ -4,7 +4,7 @@
 ``first_byte``, ``content``, ``comment``, ``done``) and answers one question: *which
 deadline fires next, and when* (:meth:`DeadlineState.next_deadline`). It never reads a
 clock, sleeps or raises a timeout itself; ``watchdog.py`` enforces what it answers, with
-a condition-wait thread (sync) or a rescheduled cancel scope (async).
+a condition-wait thread (sync) or a loop timer (async), both aborting the socket.
 
 The four deadlines (names are the :class:`ClientSettings` fields)::
 
