@@ -17,6 +17,7 @@ Variables:
 ``HERMES_CODEX_TTFB_TIMEOUT_SECONDS`` first-byte deadline (seed default 120 s)
 ``HERMES_CODEX_HARD_TIMEOUT_SECONDS`` hard ceiling over all attempts (seed default 1500 s)
 ``HARNESS_TIME_SCALE``               default time scale for ``harness run`` and the plugin
+                                     (``check_time_scale``: > 0 and <= 100)
 ``HARNESS_TOXIPROXY_BIN``            path to the Toxiproxy server binary
 ``HARNESS_HERMES_PYTHON``            python of the hermes-agent virtualenv
 ==================================  =====================================================
@@ -33,18 +34,31 @@ __all__ = [
     "DEFAULT_LIVE_MODEL",
     "Environment",
     "EnvironmentError_",
+    "MAX_TIME_SCALE",
+    "TIME_SCALE_ALLOWED",
+    "check_time_scale",
     "read_environment",
 ]
 
 DEFAULT_LIVE_MODEL = "openai/gpt-4o-mini"
 DEFAULT_LIVE_BASE_URL = "https://openrouter.ai/api/v1"
+#: The one rule for a time scale, wherever it comes from (CLI, environment, ini, code).
+MAX_TIME_SCALE = 100.0
+TIME_SCALE_ALLOWED = f"a number > 0 and <= {MAX_TIME_SCALE:g}"
 
 #: Variables a target child process must not inherit from the caller's shell.
 SCRUBBED_PREFIXES = ("HERMES_", "OPENAI_", "OPENROUTER_", "ANTHROPIC_")
 SCRUBBED_NAMES = (
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-    "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
 )
 
 
@@ -87,7 +101,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         live_base_url=(env.get("HERMES_LIVE_BASE_URL") or "").strip() or DEFAULT_LIVE_BASE_URL,
         codex_ttfb_timeout_s=_seconds(env, "HERMES_CODEX_TTFB_TIMEOUT_SECONDS"),
         codex_hard_timeout_s=_seconds(env, "HERMES_CODEX_HARD_TIMEOUT_SECONDS"),
-        time_scale=_seconds(env, "HARNESS_TIME_SCALE", positive=True),
+        time_scale=_time_scale(env, "HARNESS_TIME_SCALE"),
         toxiproxy_bin=(env.get("HARNESS_TOXIPROXY_BIN") or "").strip() or None,
         hermes_python=(env.get("HARNESS_HERMES_PYTHON") or "").strip() or None,
     )
@@ -103,6 +117,34 @@ def scrubbed(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def check_time_scale(value: object, *, what: str = "time_scale") -> float:
+    """``value`` as a time scale, or ValueError ``"<what> <value> is not valid; allowed: ..."``.
+
+    The one validator for every source (``--time-scale``, ``HARNESS_TIME_SCALE``, the
+    pytest option and ini, ``RunSettings``): finite, > 0, <= ``MAX_TIME_SCALE``."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if number is None or not 0 < number <= MAX_TIME_SCALE:  # also rejects nan and inf
+        raise ValueError(f"{what} {value!r} is not valid; allowed: {TIME_SCALE_ALLOWED}")
+    return number
+
+
+def _time_scale(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return check_time_scale(raw.strip(), what=name)
+    except ValueError:
+        raise EnvironmentError_(name, raw, TIME_SCALE_ALLOWED) from None
+
+
 def _flag(value: str | None) -> bool:
     return bool(value) and value.strip().lower() not in ("0", "false", "no", "")
 
@@ -116,5 +158,7 @@ def _seconds(env: Mapping[str, str], name: str, *, positive: bool = False) -> fl
     except ValueError:
         raise EnvironmentError_(name, raw, "a number of seconds") from None
     if value != value or value < 0 or (positive and value == 0):
-        raise EnvironmentError_(name, raw, "a number of seconds > 0" if positive else "a number >= 0")
+        raise EnvironmentError_(
+            name, raw, "a number of seconds > 0" if positive else "a number >= 0"
+        )
     return value

@@ -24,39 +24,35 @@ expected from every target. A file looks like::
     [watchdog]                # reference target's deadlines, scenario seconds or "off"
     stream_idle_s = 5
 
-    [network]                 # optional: relay / toxiproxy / kernel between client and
-    backend = "relay"         # server (harness.netem.backends.network_from_dict)
+    [network]                 # optional: relay / toxiproxy / kernel in between
+    backend = "relay"         # (harness.network_spec; swallow_close rules imply a relay)
     relay = { mode = "idle_cut", idle_cut_s = 3 }
-
-A rule whose action is ``swallow_close`` (relay only) puts a relay in ``swallow_close``
-mode in front of the server, which closes (``fin``) at the rule's phase: the provider's
-FIN reaches the relay, and the client's leg stays open and silent (see ``_relay_actions``).
 
     [budget]                  # optional: the most LLM requests the server may see
     max_requests = 3
     [budget.max_requests_for] # optional per-target override
     hermes = 12
 
-    [expected]
+    [contract]                # optional: overrides of what any correct client must do
+    max_requests = 4          # (harness.contract.spec; defaults derive from the script)
+
+    [expected]                # optional: the regression gate per target
     reference = "error:StreamIdleTimeout"   # matched against the error's class or any base
     openai-sdk = "hung"
 
-A target that does not speak the scenario's ``api`` (``Target.apis``: the bare OpenAI SDK
-and ``api = "messages"``) is not run; expect ``"not_applicable"`` for it, which matches
-only that (see ``harness.outcome``).
+Every case is judged by its target's expectation where one exists (here or in an
+overlay, ``harness.expectations``) and by the contract verdict (``harness.contract``).
 
-Every duration is in scenario seconds and is multiplied by the run's one ``time_scale``.
-Bad input raises :class:`ScenarioError`, whose message names the file, the field path and
-the allowed values; the CLI prints it and exits 2.
+A target that does not speak the ``api`` (``Target.apis``) is not run: ``not_applicable``.
+Durations are scenario seconds, times the run's one ``time_scale``. Bad input raises
+:class:`ScenarioError` naming the file, the field path and the allowed values (exit 2).
 
 Not here: running scenarios (``harness.runner``) or judging outcomes (``harness.outcome``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
-import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -64,8 +60,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.faults import Fault, FaultScript, FaultSpecError, Fin, script_from_dict
+from harness.contract.spec import ContractSpec
+from harness.faults import FaultScript, FaultSpecError, script_from_dict
+from harness.network_spec import network_for
 from harness.outcome import EXPECTABLE, Expected
+from harness.scenario_errors import ScenarioError, from_validation
 
 __all__ = [
     "APIS",
@@ -90,20 +89,6 @@ DEFAULT_CEILING_S = 60.0
 DEFAULT_PROMPT = "Answer with a few words."
 
 _OFF = "off"
-
-
-class ScenarioError(ValueError):
-    """A scenario file is invalid. ``str()`` is the one-line message shown to the user."""
-
-    def __init__(self, file: str, field: str, problem: str, allowed: str | None = None) -> None:
-        self.file = file
-        self.field = field
-        self.problem = problem
-        self.allowed = allowed
-        text = f"{file}: {field}: {problem}"
-        if allowed:
-            text += f"; allowed: {allowed}"
-        super().__init__(text)
 
 
 class _Model(BaseModel):
@@ -235,6 +220,8 @@ class _ScenarioFields(_Model):
     request: RequestSpec = Field(default_factory=RequestSpec)
     watchdog: WatchdogSpec = Field(default_factory=WatchdogSpec)
     budget: Budget = Field(default_factory=Budget)
+    #: Overrides of the contract derived from the fault script (``harness.contract``).
+    contract: ContractSpec = Field(default_factory=ContractSpec)
     #: target -> expected outcome; optional: a target without one is judged by the
     #: contract verdict alone (other targets keep theirs in ``harness.expectations`` overlays).
     expected: dict[str, str] = Field(default_factory=dict)
@@ -317,22 +304,17 @@ def scenario_from_dict(
     try:
         fields = _ScenarioFields.model_validate(data)
     except ValidationError as exc:
-        raise _from_validation(file, exc) from None
+        raise from_validation(
+            file, exc, root=_ScenarioFields, extra_keys=("script", "network")
+        ) from None
     try:
         script = script_from_dict(script_raw, where="script")
     except FaultSpecError as exc:
         raise ScenarioError(file, exc.field, f"{exc.value!r} is not valid", exc.allowed) from None
-    script, network_raw = _relay_actions(script, network_raw, file=file)
-    network = None
-    if network_raw is not None:
-        from harness.netem.backends import network_from_dict  # only scenarios that use it pay
-
-        try:
-            network = network_from_dict(network_raw, where="network")
-        except FaultSpecError as exc:
-            raise ScenarioError(
-                file, exc.field, f"{exc.value!r} is not valid", exc.allowed
-            ) from None
+    try:
+        script, network = network_for(script, network_raw, where="network")
+    except FaultSpecError as exc:
+        raise ScenarioError(file, exc.field, _problem(exc), exc.allowed) from None
     if stem is not None and fields.name != stem:
         raise ScenarioError(file, "name", f"{fields.name!r} differs from the file name", repr(stem))
     known = _target_check(targets)
@@ -394,43 +376,9 @@ def _cassette_path(cassette: str, *, file: str) -> str:
     return str(path)
 
 
-#: The relay mode a scenario gets for a ``swallow_close`` rule.
-_SWALLOW_NETWORK = {"backend": "relay", "relay": {"mode": "swallow_close"}}
-
-
-def _relay_actions(script: FaultScript, network_raw: Any, *, file: str) -> tuple[FaultScript, Any]:
-    """Play ``swallow_close`` rules (a relay-only action) as the fault model says.
-
-    The fault server closes (``fin``) at the rule's phase, for the requests the rule
-    matches, and a relay in ``swallow_close`` mode in front of it keeps the client's leg
-    open and silent, so ``fault = { phase = "event:3", action = "swallow_close" }`` means
-    the same as ``fin`` at event:3 plus ``[network] backend = "relay", relay = { mode =
-    "swallow_close" }``. Either form may be written; a ``[network]`` table that says
-    something else next to such a rule is an error.
-    """
-    indexes = [i for i, r in enumerate(script.rules) if r.fault.action.name == "swallow_close"]
-    if not indexes:
-        return script, network_raw
-    if network_raw is None:
-        network_raw = _SWALLOW_NETWORK
-    else:
-        relay = network_raw.get("relay") if isinstance(network_raw, Mapping) else None
-        mode = relay.get("mode") if isinstance(relay, Mapping) else None
-        if network_raw.get("backend") != "relay" or mode != "swallow_close":  # type: ignore[union-attr]
-            raise ScenarioError(
-                file,
-                "network",
-                f"{dict(network_raw)!r} conflicts with the swallow_close rule "
-                f"script.rules[{indexes[0]}]",
-                'no [network] table, or backend = "relay" with relay = { mode = "swallow_close" }',
-            )
-    rules = tuple(
-        dataclasses.replace(r, fault=Fault(r.fault.phase, Fin()))
-        if r.fault.action.name == "swallow_close"
-        else r
-        for r in script.rules
-    )
-    return dataclasses.replace(script, rules=rules), network_raw
+def _problem(exc: FaultSpecError) -> str:
+    """A network error's problem text: a conflict explains itself, a bad value is named."""
+    return exc.problem if getattr(exc, "problem", None) else f"{exc.value!r} is not valid"
 
 
 def _target_check(targets: Iterable[str] | None) -> Any:
@@ -450,89 +398,3 @@ def _allowed(targets: Iterable[str] | None) -> str:
     from harness.targets import registered_targets
 
     return ", ".join(sorted(registered_targets())) + ", package.module:Class"
-
-
-def _from_validation(file: str, exc: ValidationError) -> ScenarioError:
-    """The first pydantic error as a :class:`ScenarioError` with field path and allowed values."""
-    err = exc.errors()[0]
-    loc = tuple(err["loc"])
-    field = _dotted(loc)
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return ScenarioError(file, field, "unknown key", ", ".join(_keys_at(loc[:-1])))
-    if kind == "missing":
-        return ScenarioError(file, field, "required key is missing")
-    if kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        return ScenarioError(
-            file, field, f"{err['input']!r} is not valid", expected.replace("'", "")
-        )
-    if field.startswith("watchdog.") and field.split(".")[-1] in _SECONDS_FIELDS:
-        return ScenarioError(
-            file, field, f"{err['input']!r} is not valid", 'a number of seconds > 0, or "off"'
-        )
-    if kind == "string_pattern_mismatch" and field == "name":
-        return ScenarioError(
-            file, field, f"{err['input']!r} is not valid", "lower-case letters, digits and _"
-        )
-    return ScenarioError(file, field, f"{err['input']!r}: {err['msg']}", _type_hint(kind))
-
-
-_SECONDS_FIELDS = (
-    "first_byte_s",
-    "stream_idle_s",
-    "stale_call_s",
-    "hard_ceiling_s",
-    "connect_timeout_s",
-    "read_timeout_s",
-    "tcp_user_timeout_s",
-)
-
-
-def _dotted(loc: Sequence[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"float|int|str|bool|literal\[.*\]|function-.*", str(part)):
-            continue  # union branch names pydantic adds to the location
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def _keys_at(loc: Sequence[Any]) -> list[str]:
-    model: type[BaseModel] = _ScenarioFields
-    for part in loc:
-        field = model.model_fields.get(str(part))
-        annotation = getattr(field, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-        else:
-            break
-    keys = list(model.model_fields)
-    if model is _ScenarioFields:
-        keys += ["script", "network"]
-    return keys
-
-
-_TYPE_HINTS = {
-    "string_type": "a string",
-    "bool_type": "true, false",
-    "int_type": "a whole number",
-    "float_type": "a number",
-    "dict_type": "a table",
-    "tuple_type": "a list",
-    "list_type": "a list",
-    "model_type": "a table",
-    "greater_than": None,
-    "greater_than_equal": None,
-}
-
-
-def _type_hint(kind: str) -> str | None:
-    if kind in _TYPE_HINTS:
-        return _TYPE_HINTS[kind]
-    if re.search(r"(float|int)", kind):
-        return "a number"
-    return None

@@ -220,9 +220,9 @@ def test_relay_backend_runs_through_the_relay_and_merges_its_timeline(server):
 
 
 def test_missing_prerequisite_is_skipped_locally_and_a_mismatch_in_ci(server, monkeypatch):
-    from harness import runner as runner_module
+    from harness import lifecycle
 
-    monkeypatch.setattr(runner_module, "_missing_unlocked", lambda backend: "no toxiproxy here")
+    monkeypatch.setattr(lifecycle, "_missing_unlocked", lambda backend: "no toxiproxy here")
     s = make(
         "tox",
         {"openai-sdk": "ok"},
@@ -299,7 +299,7 @@ def test_worker_left_holding_a_socket_and_a_stray_request_are_flagged(server):
 def test_client_attempts_and_late_requests_from_a_report():
     from types import SimpleNamespace
 
-    from harness.runner import _client_attempts, _late_requests
+    from harness.judge import _client_attempts, _late_requests
 
     assert _client_attempts({"status": "returned", "attempts": 3}, calls=2) == 3
     assert _client_attempts({"status": "returned"}, calls=1) is None

@@ -1,0 +1,142 @@
+"""One case's result: everything the reports need about one scenario x target case.
+
+Two judgements ride on it: ``matched`` (the target's expectation, the regression gate;
+True when there is none, ``gated`` then False) and ``verdict`` / ``failed_checks`` (the
+scenario's contract, for any target). ``to_dict`` / ``from_dict`` are the JSON report's
+per-result format.
+
+Not here: building one (``harness.judge``) or rendering (``harness.report``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.leaks import Leaks
+from harness.outcome import Outcome
+
+__all__ = ["CaseResult"]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything the reports need about one scenario x target case.
+
+    ``expected`` is the expectation's text, ``""`` when the target has none for this
+    scenario: then ``matched`` is True (nothing to regress against) and ``gated`` False.
+    """
+
+    scenario: str
+    target: str
+    expected: str
+    outcome: Outcome
+    matched: bool
+    time_scale: float
+    ceiling_s: float
+    elapsed_s: float | None = None
+    latency_s: float | None = None
+    #: LLM API requests the server received during the case (its own count).
+    requests: int | None = None
+    max_requests: int | None = None
+    #: What the process still held after the call returned (threads, sockets by state).
+    leaks: Leaks | None = None
+    #: The client's own view: how many requests it says it made (None: it does not say).
+    attempts: int | None = None
+    #: Requests the server received after the call had already returned or raised:
+    #: a worker nobody waits for is still sending.
+    late_requests: int | None = None
+    finish_reason: str | None = None
+    message: str = ""
+    summary: str = ""
+    timeline: tuple[Mapping[str, Any], ...] = ()
+    client_events: tuple[tuple[float, str, str], ...] = ()
+    t_started: float | None = None
+    #: Extra facts the target reported (``CallResult.details``), carried as they came.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    #: The contract verdict (``harness.contract``): "pass", "safe" or "fail".
+    verdict: str = "fail"
+    #: The contract checks this case failed (``harness.contract.CHECKS`` names).
+    failed_checks: tuple[str, ...] = ()
+
+    @property
+    def unaccounted_requests(self) -> int:
+        """Requests the client cannot account for: the server saw more than the client
+        says it made, or some arrived after the call was over (0 when unknown)."""
+        beyond = 0
+        if self.requests is not None and self.attempts is not None:
+            beyond = max(self.requests - self.attempts, 0)
+        return max(beyond, self.late_requests or 0)
+
+    @property
+    def gated(self) -> bool:
+        """True when an expectation judged this case (it counts for the exit status)."""
+        return bool(self.expected)
+
+    @property
+    def over_budget(self) -> bool:
+        return (
+            self.max_requests is not None
+            and self.requests is not None
+            and self.requests > self.max_requests
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "target": self.target,
+            "expected": self.expected,
+            "outcome": self.outcome.to_dict(),
+            "actual": self.outcome.label,
+            "matched": self.matched,
+            "time_scale": self.time_scale,
+            "ceiling_s": self.ceiling_s,
+            "elapsed_s": self.elapsed_s,
+            "latency_s": self.latency_s,
+            "requests": self.requests,
+            "max_requests": self.max_requests,
+            "over_budget": self.over_budget,
+            "late_requests": self.late_requests,
+            "unaccounted_requests": self.unaccounted_requests,
+            "leaks": None if self.leaks is None else self.leaks.to_dict(),
+            "attempts": self.attempts,
+            "finish_reason": self.finish_reason,
+            "message": self.message,
+            "summary": self.summary,
+            "timeline": [dict(e) for e in self.timeline],
+            "client_events": [list(e) for e in self.client_events],
+            "t_started": self.t_started,
+            "details": dict(self.details),
+            "verdict": self.verdict,
+            "failed_checks": list(self.failed_checks),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
+        leaks = data.get("leaks")
+        return cls(
+            scenario=data["scenario"],
+            target=data["target"],
+            expected=data["expected"],
+            outcome=Outcome.from_dict(data["outcome"]),
+            matched=bool(data["matched"]),
+            time_scale=float(data["time_scale"]),
+            ceiling_s=float(data["ceiling_s"]),
+            elapsed_s=data.get("elapsed_s"),
+            latency_s=data.get("latency_s"),
+            requests=data.get("requests"),
+            max_requests=data.get("max_requests"),
+            leaks=None if leaks is None else Leaks(**leaks),
+            attempts=data.get("attempts"),
+            late_requests=data.get("late_requests"),
+            finish_reason=data.get("finish_reason"),
+            message=data.get("message", ""),
+            summary=data.get("summary", ""),
+            timeline=tuple(data.get("timeline") or ()),
+            client_events=tuple(tuple(e) for e in data.get("client_events") or ()),
+            t_started=data.get("t_started"),
+            details=dict(data.get("details") or {}),
+            verdict=data.get("verdict", "fail"),
+            failed_checks=tuple(data.get("failed_checks") or ()),
+        )

@@ -1,0 +1,125 @@
+"""The contract of one scenario: defaults derived from its fault script, then its overrides.
+
+Derivation rules (each one line of why):
+
+- **ideal**: ``reply`` when a correct client can get the complete reply -- no rule stops
+  progress (a slow-but-alive stream), or every stopping rule can be got past by a retry
+  (it matches only some attempts, connections or reused connections, or it fires only on
+  an idle pooled connection). ``reply_or_error`` otherwise: every request is faulted, the
+  network in between is faulted (relay / proxy / kernel), a stream corrupts
+  (``malformed``), the status is one a client must not retry, a ``Retry-After`` asks for
+  a wait the client may not afford, or the scenario says ``alive = false``.
+- **no_retry**: a status rule with a code no retry can fix (400 context length, 401, 403,
+  404, 413, 422, content filter): one request per call.
+- **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that.
+- **max_requests**: the scenario's ``[budget] max_requests``, else ``DEFAULT_REQUESTS_PER_CALL``
+  per call (a correct client retries a few times, never without end).
+- **bound_s**: the scenario's ``ceiling_s``: the call must end (return or raise) by then.
+- **alive_after**, **no_leaks**: always.
+
+Not here: the table's validation (``harness.contract.spec``) or the judgement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.contract.spec import ContractSpec
+
+if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
+    from harness.scenario import Scenario
+
+__all__ = [
+    "DEFAULT_MAX_REQUESTS_PER_WINDOW",
+    "DEFAULT_REQUESTS_PER_CALL",
+    "DEFAULT_WINDOW_S",
+    "NON_RETRYABLE_STATUSES",
+    "Contract",
+    "contract_for",
+]
+
+DEFAULT_REQUESTS_PER_CALL = 5
+DEFAULT_MAX_REQUESTS_PER_WINDOW = 5
+DEFAULT_WINDOW_S = 1.0
+#: Statuses no retry can fix: bad request (context length, content filter), auth, not
+#: found, too large, unprocessable.
+NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
+#: Actions after which the stream goes on but cannot be trusted (an error is correct).
+_CORRUPTING = frozenset({"malformed"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contract:
+    """What any correct client must do in one scenario. Durations in scenario seconds."""
+
+    ideal: str
+    bound_s: float
+    max_requests: int
+    calls: int = 1
+    retry_after_s: float | None = None
+    no_retry: bool = False
+    max_requests_per_window: int = DEFAULT_MAX_REQUESTS_PER_WINDOW
+    window_s: float = DEFAULT_WINDOW_S
+    alive_after: bool = True
+    no_leaks: bool = True
+    #: Slow but alive: any deadline that fires is a false kill.
+    alive: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def contract_for(scenario: Scenario) -> Contract:
+    """The scenario's contract: derived defaults, then its ``[contract]`` overrides."""
+    rules = scenario.script.rules
+    statuses = [r.fault.action for r in rules if r.fault.action.name == "status"]
+    no_retry = any(getattr(a, "code", None) in NON_RETRYABLE_STATUSES for a in statuses)
+    retry_after = [a.retry_after_s for a in statuses if getattr(a, "retry_after_s", None)]
+    calls = scenario.request.calls
+    # Waiting out a Retry-After may not fit the client's own budget: giving up cleanly is safe.
+    waits = any(
+        getattr(a, "retry_after_s", None) or getattr(a, "retry_after", None) for a in statuses
+    )
+    reply = _reply_possible(scenario) and not no_retry and not waits
+    derived = Contract(
+        ideal="reply" if reply else "reply_or_error",
+        bound_s=scenario.ceiling_s,
+        max_requests=scenario.budget.max_requests or DEFAULT_REQUESTS_PER_CALL * calls,
+        calls=calls,
+        retry_after_s=max(retry_after) if retry_after else None,
+        no_retry=no_retry,
+        alive=scenario.is_alive,
+    )
+    spec: ContractSpec = getattr(scenario, "contract", None) or ContractSpec()
+    overrides = {k: v for k, v in spec.model_dump().items() if v is not None}
+    return Contract(**{**derived.to_dict(), **overrides})
+
+
+def _reply_possible(scenario: Scenario) -> bool:
+    """True when a correct (retrying) client can get the complete reply."""
+    if scenario.alive is False:
+        return False  # the author says progress stops (e.g. slower than any hard ceiling)
+    if any(r.fault.action.name in _CORRUPTING for r in scenario.script.rules):
+        return False
+    if scenario.is_alive:
+        return True
+    if scenario.backend != "server":
+        return False  # the fault is in the network, not in the script: not known here
+    stopping = [r for r in scenario.script.rules if r.fault.action.terminal]
+    return all(_escapable(rule, scenario) for rule in stopping)
+
+
+def _escapable(rule: Any, scenario: Scenario) -> bool:
+    """A retry (or a fresh connection) gets past this rule within the request budget."""
+    if rule.fault.phase.kind == "idle":
+        return True  # fires on an idle pooled connection: a reconnect gets past it
+    match = rule.match
+    if match.connections is not None:
+        return True  # a fresh connection does not match
+    if match.request_on_connection is not None and 1 not in match.request_on_connection:
+        return True  # only reused connections: a fresh one gets past it
+    if match.attempts is not None:
+        budget = scenario.budget.max_requests or DEFAULT_REQUESTS_PER_CALL * scenario.request.calls
+        return max(match.attempts) < budget
+    return False

@@ -1,0 +1,166 @@
+"""The verdict of one case: pure judgement of what happened against the scenario's contract.
+
+Checks (a failed one is named in ``Verdict.failed_checks``; a check whose fact is
+unknown -- no follow-up made, leaks not readable -- is not failed)::
+
+    complete_reply          the contract wants the reply (a retry gets past the fault) and
+                            the call raised instead
+    clean_error             an error is a typed one, not a crash of the client or target
+    honest_reply            never a partial, different or error text returned as the reply
+    bounded                 the call ended (returned or raised) within the bound
+    request_budget          at most ``max_requests`` LLM requests
+    retry_after             no retry sooner than the Retry-After the server sent
+    no_retry_non_retryable  one request per call when the status cannot be fixed by a retry
+    no_hammering            at most ``max_requests_per_window`` requests in any window
+    no_false_kill           no deadline killed a slow-but-alive stream
+    alive_after             a healthy follow-up call through the same client succeeded
+    no_leaks                no thread or socket left open after the call returned
+    no_late_requests        no request sent after the call had returned
+
+``pass``: the complete reply and every check clean. ``safe``: a clean typed error where
+the contract allows one (``ideal = "reply_or_error"``), every check clean. ``fail``:
+anything else, including a case that did not run (``not_run``: a missing tier) or a
+target that does not speak the scenario's API (``not_applicable``).
+
+Not here: the contract's derivation (``harness.contract.derive``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.contract.derive import Contract
+from harness.outcome import Outcome
+
+__all__ = ["CHECKS", "UNCLEAN_ERRORS", "VERDICTS", "Facts", "Verdict", "judge"]
+
+VERDICTS = ("pass", "safe", "fail")
+CHECKS = (
+    "complete_reply",
+    "clean_error",
+    "honest_reply",
+    "bounded",
+    "request_budget",
+    "retry_after",
+    "no_retry_non_retryable",
+    "no_hammering",
+    "no_false_kill",
+    "alive_after",
+    "no_leaks",
+    "no_late_requests",
+)
+#: Error classes that say the client (or its target) broke, not that it reported a fault.
+UNCLEAN_ERRORS = frozenset(
+    {
+        "TargetCrashed",
+        "UnknownError",
+        "AssertionError",
+        "AttributeError",
+        "IndexError",
+        "KeyError",
+        "NameError",
+        "RecursionError",
+        "TypeError",
+        "UnboundLocalError",
+        "ZeroDivisionError",
+    }
+)
+#: A retry that comes this much early is still "after" the Retry-After (clock granularity).
+RETRY_AFTER_SLACK = 0.9
+_DISHONEST = frozenset({"truncated_as_complete", "wrong_content", "error_as_reply"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    """What the runner saw of one case. Times are real seconds (``time.monotonic()``)."""
+
+    outcome: Outcome
+    time_scale: float
+    #: The runner's outer ceiling for this case, real seconds (the default bound).
+    ceiling_s: float
+    elapsed_s: float | None = None
+    requests: int | None = None
+    #: (start time, the fault the server applied or None) of each LLM request, in order.
+    request_log: Sequence[tuple[float, str | None]] = ()
+    leaks: int | None = None
+    late_requests: int | None = None
+    #: True / False: the follow-up call succeeded / failed; None: none was made.
+    follow_up_ok: bool | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    failed_checks: tuple[str, ...] = field(default=())
+
+
+def judge(contract: Contract, facts: Facts, *, bound_overridden: bool = False) -> Verdict:
+    """The verdict of ``facts`` under ``contract``. ``bound_overridden``: the bound is the
+    scenario's own ``bound_s`` (scaled) rather than the runner's ceiling."""
+    kind = facts.outcome.kind
+    if kind in ("skipped", "not_applicable"):
+        return Verdict("fail", ("not_run" if kind == "skipped" else "not_applicable",))
+    failed = [name for name, ok in _checks(contract, facts, bound_overridden) if not ok]
+    if failed:
+        return Verdict("fail", tuple(failed))
+    return Verdict("pass" if kind == "ok" else "safe")
+
+
+def _checks(contract: Contract, facts: Facts, bound_overridden: bool) -> list[tuple[str, bool]]:
+    outcome = facts.outcome
+    raised = outcome.kind == "error"
+    bound = contract.bound_s * facts.time_scale if bound_overridden else facts.ceiling_s
+    starts = [t for t, _ in facts.request_log]
+    return [
+        ("complete_reply", not (raised and contract.ideal == "reply")),
+        ("clean_error", not (raised and _unclean(outcome))),
+        ("honest_reply", outcome.kind not in _DISHONEST),
+        (
+            "bounded",
+            outcome.kind != "hung" and (facts.elapsed_s is None or facts.elapsed_s <= bound),
+        ),
+        ("request_budget", facts.requests is None or facts.requests <= contract.max_requests),
+        ("retry_after", _waited(contract, facts)),
+        (
+            "no_retry_non_retryable",
+            not contract.no_retry or facts.requests is None or facts.requests <= contract.calls,
+        ),
+        (
+            "no_hammering",
+            _busiest_window(starts, contract.window_s * facts.time_scale)
+            <= contract.max_requests_per_window + contract.calls - 1,
+        ),
+        ("no_false_kill", outcome.kind != "false_kill"),
+        ("alive_after", not contract.alive_after or facts.follow_up_ok is not False),
+        ("no_leaks", not contract.no_leaks or not facts.leaks),
+        ("no_late_requests", not facts.late_requests),
+    ]
+
+
+def _unclean(outcome: Outcome) -> bool:
+    # "RetriesExhausted:KeyError": the last attempt's error counts too.
+    return bool(set((outcome.error or "").split(":")) & UNCLEAN_ERRORS)
+
+
+def _waited(contract: Contract, facts: Facts) -> bool:
+    """No request started sooner than Retry-After after one the server answered with it."""
+    if contract.retry_after_s is None:
+        return True
+    wait = contract.retry_after_s * facts.time_scale * RETRY_AFTER_SLACK
+    log = list(facts.request_log)
+    for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
+        if fault is not None and fault.lower().startswith("status") and t_next - t < wait:
+            return False
+    return True
+
+
+def _busiest_window(starts: Sequence[float], window: float) -> int:
+    """The most request starts inside any window of ``window`` seconds."""
+    ordered = sorted(starts)
+    best, lo = 0, 0
+    for hi, t in enumerate(ordered):
+        while t - ordered[lo] > window:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best

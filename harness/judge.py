@@ -1,0 +1,212 @@
+"""The judge step: what one case amounted to, built into a :class:`CaseResult` once.
+
+Pure: it takes what the child lifecycle (``harness.lifecycle``) observed -- the target's
+report (None: stopped at the ceiling), the server's LLM request records and timeline,
+the leaks -- and returns the result with both judgements: the outcome against the
+target's expectation (``matched``, the regression gate) and the scenario's contract
+(``verdict``, ``failed_checks``). A case that never ran (``not_applicable``, a missing
+tier) goes through the same function with a synthetic report, so no second place
+builds a ``CaseResult``.
+
+Accounting: the server's count of LLM API requests (``requests``, judged against the
+budget), the client's own view (``attempts``), and the requests that arrived after the
+call had returned (``late_requests``).
+
+Not here: running anything (``harness.lifecycle``), the outcome rules (``harness.outcome``)
+or the contract rules (``harness.contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.case_result import CaseResult
+from harness.contract import Facts, contract_for, judge
+from harness.leaks import Leaks
+from harness.outcome import Expected, Outcome, classify, detection_latency
+from harness.scenario import Scenario
+
+__all__ = ["LLM_APIS", "NO_FALSE_KILL_TAG", "Observed", "judge_case"]
+
+#: The request paths that are LLM calls (others, e.g. GET /v1/models probes, are not counted).
+LLM_APIS = ("chat", "responses", "messages")
+#: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
+#: retried there is a ``false_kill`` even when the retry returns the full reply.
+NO_FALSE_KILL_TAG = "no-false-kill"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """What the runner saw of one case (or, for a case never run, why not)."""
+
+    #: The target's result message; None: no result before the outer ceiling.
+    report: Mapping[str, Any] | None
+    #: The server's request records (every path; only LLM calls are counted).
+    records: Sequence[Any] = ()
+    timeline: Sequence[Mapping[str, Any]] = ()
+    leaks: Leaks | None = None
+    started_t: float | None = None
+    #: Where a hung target's threads were stuck (``--dump-stacks``).
+    stacks: str = ""
+    #: The case did not run for a reason CI must not accept (a tier CI requires).
+    not_run_is_mismatch: bool = False
+
+
+def judge_case(
+    scenario: Scenario,
+    target: str,
+    observed: Observed,
+    *,
+    expected: Expected | None,
+    max_requests: int | None,
+    time_scale: float,
+    ceiling_s: float,
+    keep_timeline: bool = True,
+    find_sentinel: Callable[[str], str | None] | None = None,
+) -> CaseResult:
+    """The :class:`CaseResult` of one case: outcome, accounting, expectation, verdict."""
+    report = observed.report
+    records = [r for r in observed.records if getattr(r, "api", None) in LLM_APIS]
+    ran = not (report and report.get("status") in ("skipped", "not_applicable"))
+    outcome = classify(
+        report,
+        expected_text=_expected_text(records),
+        alive=scenario.is_alive,
+        find_sentinel=find_sentinel,
+    )
+    outcome = _hidden_false_kill(outcome, scenario, records)
+    error_t = report.get("t") if report and report.get("status") == "raised" else None
+    end_t = report.get("t") if report else None
+    started_t = observed.started_t
+    elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
+    late = _late_requests(records, end_t) if ran else None
+    follow_up = (report or {}).get("details", {}).get("follow_up") if report else None
+    contract = contract_for(scenario)
+    verdict = judge(
+        contract,
+        Facts(
+            outcome=outcome,
+            time_scale=time_scale,
+            ceiling_s=ceiling_s,
+            elapsed_s=elapsed,
+            requests=len(records) if ran else None,
+            request_log=[
+                (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
+            ],
+            leaks=None if observed.leaks is None else observed.leaks.total,
+            late_requests=late,
+            follow_up_ok=None if not isinstance(follow_up, Mapping) else bool(follow_up.get("ok")),
+        ),
+        bound_overridden=scenario.contract.bound_s is not None,
+    )
+    result = CaseResult(
+        scenario=scenario.name,
+        target=target,
+        expected="" if expected is None else str(expected),
+        outcome=outcome,
+        matched=False,
+        time_scale=time_scale,
+        ceiling_s=ceiling_s,
+        elapsed_s=elapsed,
+        latency_s=detection_latency(observed.timeline, error_t),
+        requests=len(records) if ran else None,
+        max_requests=max_requests,
+        leaks=observed.leaks,
+        attempts=_client_attempts(report, calls=scenario.request.calls),
+        late_requests=late,
+        finish_reason=(report or {}).get("finish_reason"),
+        message=_message(report, outcome) + (f"\n{observed.stacks}" if observed.stacks else ""),
+        summary=scenario.summary,
+        timeline=tuple(observed.timeline) if keep_timeline else (),
+        client_events=tuple(tuple(e) for e in (report or {}).get("events") or ()),
+        t_started=started_t,
+        details=dict((report or {}).get("details") or {}),
+        verdict=verdict.verdict,
+        failed_checks=verdict.failed_checks,
+    )
+    return _with_match(result, expected, observed)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _with_match(result: CaseResult, expected: Expected | None, observed: Observed) -> CaseResult:
+    if result.outcome.kind == "skipped":
+        return replace(result, matched=not observed.not_run_is_mismatch)
+    if expected is None:  # nothing to regress against: the verdict alone judges it
+        return replace(result, matched=True)
+    return replace(result, matched=expected.matches(result.outcome) and not result.over_budget)
+
+
+def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[Any]) -> Outcome:
+    """An ``ok`` on a slow-but-alive scenario (``alive = true``, or tagged
+    ``no-false-kill``) that took more requests than calls: some attempt was killed (and
+    retried) although the stream was alive -- a false kill the final reply would
+    otherwise hide. Not applied to scenarios that are merely fault-free: there a retry
+    is judged by the request budget."""
+    calls = scenario.request.calls
+    slow_but_alive = scenario.is_alive and (
+        scenario.alive is True or NO_FALSE_KILL_TAG in scenario.tags
+    )
+    # Only where the script is the whole story: a relay / proxy / kernel fault is not in
+    # the script, so such a scenario's "alive" cannot rule out a legitimate retry.
+    if outcome.kind != "ok" or not slow_but_alive or scenario.backend != "server":
+        return outcome
+    if len(records) <= calls:
+        return outcome
+    return Outcome(
+        "false_kill",
+        detail=f"the full reply came back, but only after {len(records)} requests for {calls} "
+        "call(s): an attempt on a live stream was killed and retried",
+    )
+
+
+def _client_attempts(report: Mapping[str, Any] | None, *, calls: int) -> int | None:
+    """How many requests the client says it made: a returned result's ``attempts`` (for
+    several calls, the sum the target reports), a raised one's list of attempt errors
+    (``RetriesExhausted``) or the attempt number of the error. None when it does not say,
+    or when a raised call was not the first of several (the earlier calls are unknown)."""
+    if not report:
+        return None
+    attempts = report.get("attempts")
+    if report.get("status") == "returned":
+        return attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else None
+    if report.get("status") != "raised" or calls > 1:
+        return None
+    errors = report.get("attempt_errors")
+    if isinstance(errors, list) and errors:
+        return len(errors)
+    attempt = report.get("attempt")
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
+
+
+def _late_requests(records: Sequence[Any], end_t: Any) -> int | None:
+    """Requests that started after the call returned or raised at ``end_t`` (None: the
+    call never ended, e.g. hung)."""
+    if not isinstance(end_t, int | float):
+        return None
+    return sum(1 for r in records if float(getattr(r, "t_start", 0.0)) > float(end_t))
+
+
+def _expected_text(records: Iterable[Any]) -> str | None:
+    """The reply a healthy request got: the last request without a fault, else the last."""
+    records = list(records)
+    if not records:
+        return None
+    healthy = [r for r in records if getattr(r, "fault", None) is None]
+    chosen = (healthy or records)[-1]
+    return getattr(chosen, "expected_text", None)
+
+
+def _message(report: Mapping[str, Any] | None, outcome: Outcome) -> str:
+    if report is None:
+        return outcome.detail
+    if report.get("status") in ("raised", "crashed"):
+        causes = report.get("causes") or []
+        cause = f" (from {causes[0]})" if causes else ""
+        return f"{report.get('error')}: {report.get('message', '')}{cause}"[:600]
+    if report.get("status") in ("skipped", "not_applicable"):
+        return str(report.get("message") or outcome.detail)
+    return outcome.detail

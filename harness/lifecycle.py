@@ -1,0 +1,257 @@
+"""The child lifecycle of one case: network path, target child, job, wait, leaks.
+
+For one case: the scenario's fault script goes into the fault server (through a relay,
+Toxiproxy or a kernel namespace when the scenario says so), a target child process
+(pre-started and warm, or spawned here) gets a :class:`~harness.targets.base.Job`, and
+the runner waits for its result until the **outer ceiling** counted from the child's
+``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
+before ``ready`` and never count against the case. A child that has not answered by
+then is killed (the case is ``hung``). Then the child's leaks are read from /proc
+(descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
+request records and timeline.
+
+A child whose case returned or raised and left no leak is handed back for reuse; a hung
+or leaky one never is.
+
+Not here: judging what was observed (``harness.judge``) or scheduling (``harness.runner``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from harness.environment import read_environment
+from harness.judge import Observed
+from harness.leaks import Leaks, leaks_between, snapshot
+from harness.planning import RunSettings
+from harness.scenario import Scenario
+from harness.targets import load_target
+from harness.targets.base import Job
+from harness.targets.process import ChildFailed, TargetProcess
+
+__all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "observe_case"]
+
+#: How long a child may take to import its client and say ready (cold disk, busy CI).
+CHILD_START_S = 60.0
+#: Leak re-reads after a result: a closing thread or socket may need a moment to go.
+LEAK_SETTLE_READS = 10
+LEAK_SETTLE_S = 0.02
+
+
+def observe_case(
+    scenario: Scenario,
+    target: str,
+    *,
+    server: Any,
+    settings: RunSettings,
+    child: TargetProcess | None,
+    time_scale: float,
+    ceiling_s: float,
+) -> tuple[Observed, TargetProcess | None]:
+    """Run one case and return what was observed, with the child when it is clean enough
+    to reuse (``child``, if given, is a pre-started process for ``target``; consumed)."""
+    apis = getattr(load_target(target), "apis", None)
+    if apis is not None and scenario.api not in apis:
+        # Not a failure of the target and not a missing tier: the question does not apply.
+        # Matched only when the scenario says so, so a target that starts to speak the API
+        # (or a typo in ``api``) shows up as a mismatch instead of passing silently.
+        detail = f"{target} does not speak api={scenario.api} (speaks {', '.join(apis)})"
+        return Observed(report={"status": "not_applicable", "message": detail}), child
+    missing = _missing_prerequisite(scenario.backend)
+    if missing is not None:
+        ci = read_environment(settings.environ).ci
+        detail = f"CI requires this tier: {missing}" if ci else f"skipped: {missing}"
+        return Observed(
+            report={"status": "skipped", "message": detail}, not_run_is_mismatch=ci
+        ), child
+    with _network(scenario, server=server, time_scale=time_scale) as net:
+        net.server.load(scenario.script, time_scale=time_scale)
+        net.server.reply_source = _cassette_source(scenario, time_scale)
+        if child is None or scenario.env or net.command_prefix:
+            if child is not None:
+                child.kill()
+            child = TargetProcess.spawn(
+                target,
+                environ=settings.environ,
+                extra_env=scenario.env,
+                command_prefix=net.command_prefix,
+            )
+        observed, reusable = _run_in_child(
+            scenario,
+            target,
+            child,
+            net,
+            settings=settings,
+            time_scale=time_scale,
+            ceiling_s=ceiling_s,
+        )
+    return observed, reusable
+
+
+def _run_in_child(
+    scenario: Scenario,
+    target: str,
+    child: TargetProcess,
+    net: Any,
+    *,
+    settings: RunSettings,
+    time_scale: float,
+    ceiling_s: float,
+) -> tuple[Observed, TargetProcess | None]:
+    report: dict[str, Any] | None
+    reusable: TargetProcess | None = None
+    stacks = ""
+    leaks: Leaks | None = None
+    started_t: float | None = None
+    try:
+        # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
+        child.wait_ready(time.monotonic() + CHILD_START_S)
+        baseline = snapshot(child.pid)
+        if scenario.backend == "kernel":
+            net.watch(child.pid)
+        net.arm(timeout=ceiling_s)
+        child.run(_job(scenario, net.base_url, time_scale).to_dict())
+        first = child.wait_started(time.monotonic() + CHILD_START_S)
+        if first.get("event") == "result":
+            report = first
+        else:
+            started_t = float(first["t"])
+            report = child.wait_result(started_t + ceiling_s)
+        if report is None:
+            stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
+            child.kill()
+        else:
+            leaks = _settled_leaks(child.pid, baseline)
+            if (
+                settings.reuse_children
+                and leaks is not None
+                and leaks.total == 0
+                and not scenario.env
+                and not net.command_prefix
+                and getattr(load_target(target), "reusable", False)
+            ):
+                reusable = child
+            else:
+                child.finish(time.monotonic() + 5.0)
+    except ChildFailed as exc:
+        child.kill()
+        report = {
+            "status": "crashed",
+            "error": "TargetCrashed",
+            "mro": ["TargetCrashed"],
+            "message": str(exc)[-500:],
+        }
+    timeline = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in net.server.timeline()]
+    timeline = sorted(timeline + list(net.events()), key=lambda e: e["t"])
+    observed = Observed(
+        report=report,
+        records=tuple(net.server.requests()),
+        timeline=tuple(timeline),
+        leaks=leaks,
+        started_t=started_t,
+        stacks=stacks,
+    )
+    return observed, reusable
+
+
+def _cassette_source(scenario: Scenario, scale: float) -> Any:
+    """A scenario's cassette as the server's reply source (None: synthetic replies)."""
+    if scenario.cassette is None:
+        return None
+    from harness.record.replay import load_replay_source
+
+    return load_replay_source([scenario.cassette], time_scale=scale)
+
+
+def _job(scenario: Scenario, base_url: str, time_scale: float) -> Job:
+    request = scenario.request
+    return Job(
+        base_url=base_url,
+        api=scenario.api,
+        stream=scenario.stream,
+        messages=tuple(request.messages()),
+        model=request.model,
+        max_tokens=request.max_tokens,
+        calls=request.calls,
+        rebuild_after=request.rebuild_after,
+        pause_s=request.pause_s,
+        settings=scenario.watchdog.as_settings(),
+        time_scale=time_scale,
+    )
+
+
+class _DirectNetwork:
+    """The default path: the target talks to the fault server itself (no netem import)."""
+
+    command_prefix: tuple[str, ...] = ()
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.base_url = server.base_url
+
+    def watch(self, pid: int) -> None:
+        """Nothing to watch: no kernel backend."""
+
+    def arm(self, *, timeout: float) -> None:
+        """Nothing deferred: every fault is in the server's script."""
+
+    def events(self) -> list[dict[str, Any]]:
+        return []
+
+
+@contextlib.contextmanager
+def _network(scenario: Scenario, *, server: Any, time_scale: float) -> Iterator[Any]:
+    """The path between target and server for one case (``harness.netem.backends``)."""
+    if scenario.network is None or scenario.backend == "server":
+        yield _DirectNetwork(server)
+        return
+    from harness.netem.backends import network_backend
+    from harness.server import FaultServer
+
+    with network_backend(
+        scenario.network,
+        server=server,
+        time_scale=time_scale,
+        server_factory=lambda host: FaultServer(host=host, allow_remote=True),
+    ) as net:
+        yield net
+
+
+_PREREQ_LOCK = threading.Lock()
+
+
+def _missing_prerequisite(backend: str) -> str | None:
+    """Why ``backend`` cannot run on this machine (None when it can).
+
+    Serialised: the kernel probe makes a namespace with a per-process name, so two
+    workers probing at once would trip over each other (the result is cached)."""
+    with _PREREQ_LOCK:
+        return _missing_unlocked(backend)
+
+
+def _missing_unlocked(backend: str) -> str | None:
+    if backend == "toxiproxy":
+        from harness.netem.prereq import toxiproxy_missing
+
+        return toxiproxy_missing()
+    if backend == "kernel":
+        from harness.netem.prereq import netns_missing
+
+        return netns_missing()
+    return None
+
+
+def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:
+    """Leaks after the call; re-read a few times (bounded) so a thread or socket that is
+    already on its way out is not counted. A real leak survives every read."""
+    leaks = leaks_between(baseline, snapshot(pid))
+    for _ in range(LEAK_SETTLE_READS):
+        if leaks is None or leaks.total == 0:
+            break
+        time.sleep(LEAK_SETTLE_S)  # a measurement grace, not synchronisation
+        leaks = leaks_between(baseline, snapshot(pid))
+    return leaks

@@ -1,0 +1,147 @@
+"""Planning a run: its settings, the cases (scenario x target), shards, and cost estimates.
+
+``plan`` is every scenario x every target in a fixed order (scenario name, then target
+order): a case with no expectation for its target runs too and is judged by the
+scenario's contract verdict alone. ``Shard`` picks every N-th case of that order, so CI
+machines split the catalog without talking to each other. ``estimated_s`` is the rough
+cost the scheduler (``harness.runner.run_cases``) sorts by.
+
+Not here: running a case (``harness.lifecycle``) or judging it (``harness.judge``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from harness.environment import check_time_scale
+from harness.scenario import Scenario
+from harness.targets import allowed_targets, expectation_key, is_target, load_target
+
+__all__ = [
+    "DEFAULT_JOBS",
+    "DEFAULT_MIN_CEILING_S",
+    "DEFAULT_TARGETS",
+    "DEFAULT_TIME_SCALE",
+    "DEFAULT_WAIT_LANES",
+    "LONG_CASE_S",
+    "RunSettings",
+    "Shard",
+    "estimated_s",
+    "plan",
+]
+
+#: ``harness run``'s default: 1 scenario second = 50 ms. Fault timings stay well above
+#: scheduler noise on a loaded 2-core machine (a 1 s pacing becomes 50 ms, not 10 ms),
+#: and the catalog still finishes in well under a minute because hung cases are bounded
+#: by ``DEFAULT_MIN_CEILING_S`` rather than by their scaled ceiling.
+DEFAULT_TIME_SCALE = 0.05
+DEFAULT_MIN_CEILING_S = 3.0
+DEFAULT_TARGETS = ("reference", "openai-sdk")
+#: Clean children are reused and short cases wait on paced streams, so two workers per
+#: core keep the cores busy; more made 0.01-scale deadlines flaky on a loaded 2-core box.
+DEFAULT_JOBS = max(1, min(2 * (os.cpu_count() or 1), 8))
+#: Extra workers for long cases that mostly wait (see ``run_cases``).
+DEFAULT_WAIT_LANES = 2
+#: A case estimated to take this long (real seconds) or more goes to the long queue.
+LONG_CASE_S = 2.5
+
+
+@dataclass(frozen=True)
+class Shard:
+    """``K/N``: the K-th (1-based) of N deterministic slices of the case list."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            k, n = (int(p) for p in text.split("/"))
+        except ValueError:
+            raise ValueError(
+                f"--shard {text!r} is not valid; allowed: K/N with 1 <= K <= N"
+            ) from None
+        if not 1 <= k <= n:
+            raise ValueError(f"--shard {text!r} is not valid; allowed: K/N with 1 <= K <= N")
+        return cls(k, n)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """One run's settings. ``time_scale`` multiplies every scenario duration."""
+
+    time_scale: float = DEFAULT_TIME_SCALE
+    min_ceiling_s: float = DEFAULT_MIN_CEILING_S
+    jobs: int = 1
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
+    keep_timeline: bool = True
+    #: Before killing a hung target, collect its thread stacks (``harness explain``).
+    dump_hung_stacks: bool = False
+    #: Run the next case in a child whose last case left no leak (saves its start-up).
+    reuse_children: bool = True
+    #: Extra workers that take only long, mostly waiting cases (expected hangs, kernel).
+    wait_lanes: int = DEFAULT_WAIT_LANES
+
+    def __post_init__(self) -> None:
+        check_time_scale(self.time_scale, what="time_scale:")
+        if not (isinstance(self.min_ceiling_s, int | float) and self.min_ceiling_s >= 0):
+            raise ValueError(
+                f"min_ceiling_s: {self.min_ceiling_s!r} is not valid; allowed: a number >= 0"
+            )
+        if not (isinstance(self.wait_lanes, int) and 0 <= self.wait_lanes <= 64):
+            raise ValueError(
+                f"wait_lanes: {self.wait_lanes!r} is not valid; allowed: a whole number 0..64"
+            )
+        if not (isinstance(self.jobs, int) and 1 <= self.jobs <= 64):
+            raise ValueError(f"jobs: {self.jobs!r} is not valid; allowed: a whole number 1..64")
+
+    def ceiling_for(
+        self, scenario: Scenario, target: str | None = None, *, time_scale: float | None = None
+    ) -> float:
+        """The outer ceiling in real seconds for ``scenario`` (raised by the target's own
+        ``min_ceiling_s``, e.g. a client whose retry backoff does not scale)."""
+        floor = self.min_ceiling_s
+        if target is not None:
+            floor = max(floor, float(getattr(load_target(target), "min_ceiling_s", 0.0)))
+        scale = self.time_scale if time_scale is None else time_scale
+        return max(scenario.ceiling_s * scale, floor)
+
+
+def plan(
+    scenarios: Sequence[Scenario],
+    targets: Sequence[str] = DEFAULT_TARGETS,
+    *,
+    shard: Shard | None = None,
+) -> list[tuple[Scenario, str]]:
+    """The cases to run: every scenario x every target, in a fixed order (scenario name,
+    then target order), sliced by ``shard``. A case with no expectation for its target
+    runs too: it is judged by the scenario's contract verdict alone."""
+    unknown = [t for t in targets if not is_target(t)]
+    if unknown:
+        raise ValueError(f"unknown target {unknown[0]!r}; allowed: {allowed_targets()}")
+    cases = [(s, t) for s in sorted(scenarios, key=lambda s: s.name) for t in targets]
+    if shard is not None:
+        cases = [c for i, c in enumerate(cases) if i % shard.count == shard.index - 1]
+    return cases
+
+
+def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
+    """A rough cost for scheduling: the whole ceiling for an expected hang or a kernel
+    scenario, a quarter of it behind a relay or proxy, a tenth otherwise."""
+    scenario, target = case
+    if scenario.api not in getattr(load_target(target), "apis", (scenario.api,)):
+        return 0.0  # not_applicable: never run
+    ceiling = settings.ceiling_for(
+        scenario, time_scale=scenario.time_scale_for(settings.time_scale)
+    )
+    expected = scenario.expected_for(expectation_key(target))
+    if scenario.backend == "kernel" or (expected is not None and expected.kind == "hung"):
+        return ceiling
+    if scenario.backend != "server":
+        return ceiling / 4
+    return ceiling / 10

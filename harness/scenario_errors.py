@@ -1,0 +1,122 @@
+"""Scenario input errors: one line naming the file, the field path and the allowed values.
+
+:class:`ScenarioError` is what every loader of the catalog raises (scenario files,
+expectations overlays); :func:`from_validation` turns pydantic's first error into one.
+The CLI prints ``str(error)`` and exits 2.
+
+Not here: the scenario model itself (``harness.scenario``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["ScenarioError", "from_validation"]
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid. ``str()`` is the one-line message shown to the user."""
+
+    def __init__(self, file: str, field: str, problem: str, allowed: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.problem = problem
+        self.allowed = allowed
+        text = f"{file}: {field}: {problem}"
+        if allowed:
+            text += f"; allowed: {allowed}"
+        super().__init__(text)
+
+
+def from_validation(
+    file: str, exc: ValidationError, *, root: type[BaseModel], extra_keys: Sequence[str] = ()
+) -> ScenarioError:
+    """The first pydantic error as a :class:`ScenarioError` with field path and allowed values."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    field = _dotted(loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return ScenarioError(
+            file, field, "unknown key", ", ".join(_keys_at(loc[:-1], root, extra_keys))
+        )
+    if kind == "missing":
+        return ScenarioError(file, field, "required key is missing")
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", expected.replace("'", "")
+        )
+    if field.startswith("watchdog.") and field.split(".")[-1] in _SECONDS_FIELDS:
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", 'a number of seconds > 0, or "off"'
+        )
+    if kind == "string_pattern_mismatch" and field == "name":
+        return ScenarioError(
+            file, field, f"{err['input']!r} is not valid", "lower-case letters, digits and _"
+        )
+    return ScenarioError(file, field, f"{err['input']!r}: {err['msg']}", _type_hint(kind))
+
+
+_SECONDS_FIELDS = (
+    "first_byte_s",
+    "stream_idle_s",
+    "stale_call_s",
+    "hard_ceiling_s",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "tcp_user_timeout_s",
+)
+
+
+def _dotted(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"float|int|str|bool|literal\[.*\]|function-.*", str(part)):
+            continue  # union branch names pydantic adds to the location
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _keys_at(loc: Sequence[Any], root: type[BaseModel], extra_keys: Sequence[str]) -> list[str]:
+    model: type[BaseModel] = root
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            break
+    keys = list(model.model_fields)
+    if model is root:
+        keys += list(extra_keys)
+    return keys
+
+
+_TYPE_HINTS = {
+    "string_type": "a string",
+    "bool_type": "true, false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "dict_type": "a table",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "model_type": "a table",
+    "greater_than": None,
+    "greater_than_equal": None,
+}
+
+
+def _type_hint(kind: str) -> str | None:
+    if kind in _TYPE_HINTS:
+        return _TYPE_HINTS[kind]
+    if re.search(r"(float|int)", kind):
+        return "a number"
+    return None
