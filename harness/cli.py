@@ -320,10 +320,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     serve = _optional("harness.server.cli_serve", "serve", what="harness serve")
     argument_error = _optional("harness.server.cli_serve", "argument_error", what="harness serve")
-    if not 0 < args.time_scale <= 100:
-        raise UsageError(
-            f"--time-scale {args.time_scale!r} is not valid; allowed: a number > 0 and <= 100"
-        )
+    from harness.environment import check_time_scale
+
+    check_time_scale(args.time_scale, what="--time-scale")
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)
@@ -481,16 +480,12 @@ def _check_writable(path: str, flag: str, targets: Sequence[str]) -> None:
 
 
 def _time_scale(args: argparse.Namespace) -> float:
-    from harness.environment import read_environment
+    from harness.environment import check_time_scale, read_environment
     from harness.runner import DEFAULT_TIME_SCALE
 
     if args.time_scale is not None:
-        value = args.time_scale
-    else:
-        value = read_environment().time_scale or DEFAULT_TIME_SCALE
-    if not 0 < value <= 100:
-        raise UsageError(f"--time-scale {value!r} is not valid; allowed: a number > 0 and <= 100")
-    return value
+        return check_time_scale(args.time_scale, what="--time-scale")
+    return read_environment().time_scale or DEFAULT_TIME_SCALE
 
 
 def _run_with_progress(
@@ -553,3 +548,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from harness.scenario import ScenarioError
 
     return (ScenarioError, ReportError, EnvironmentError_, ValueError)
+
+
+if __name__ == "__main__":  # `python -m harness.cli` as well as `python -m harness`
+    raise SystemExit(main())

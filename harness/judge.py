@@ -77,12 +77,14 @@ def judge_case(
         find_sentinel=find_sentinel,
     )
     outcome = _hidden_false_kill(outcome, scenario, records)
-    error_t = report.get("t") if report and report.get("status") == "raised" else None
-    end_t = report.get("t") if report else None
+    follow_up = ((report or {}).get("details") or {}).get("follow_up")
+    follow_up = follow_up if isinstance(follow_up, Mapping) else None
+    # The job's own calls ended where the follow-up call started.
+    end_t = (follow_up or {}).get("t") or (report.get("t") if report else None)
+    error_t = end_t if report and report.get("status") == "raised" else None
     started_t = observed.started_t
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
-    follow_up = (report or {}).get("details", {}).get("follow_up") if report else None
     contract = contract_for(scenario)
     verdict = judge(
         contract,
@@ -97,7 +99,7 @@ def judge_case(
             ],
             leaks=None if observed.leaks is None else observed.leaks.total,
             late_requests=late,
-            follow_up_ok=None if not isinstance(follow_up, Mapping) else bool(follow_up.get("ok")),
+            follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
         ),
         bound_overridden=scenario.contract.bound_s is not None,
     )

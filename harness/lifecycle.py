@@ -51,9 +51,14 @@ def observe_case(
     child: TargetProcess | None,
     time_scale: float,
     ceiling_s: float,
+    follow_up_url: str | None = None,
 ) -> tuple[Observed, TargetProcess | None]:
     """Run one case and return what was observed, with the child when it is clean enough
-    to reuse (``child``, if given, is a pre-started process for ``target``; consumed)."""
+    to reuse (``child``, if given, is a pre-started process for ``target``; consumed).
+
+    ``follow_up_url`` is a fault-free server for the contract's ``alive_after`` call,
+    given to a target that makes one (``Target.follows_up``); not through a kernel
+    namespace, whose child cannot reach it."""
     apis = getattr(load_target(target), "apis", None)
     if apis is not None and scenario.api not in apis:
         # Not a failure of the target and not a missing tier: the question does not apply.
@@ -80,27 +85,30 @@ def observe_case(
                 extra_env=scenario.env,
                 command_prefix=net.command_prefix,
             )
+        cls = load_target(target)
+        if scenario.backend == "kernel" or not getattr(cls, "follows_up", False):
+            follow_up_url = None
         observed, reusable = _run_in_child(
             scenario,
-            target,
             child,
             net,
+            _job(scenario, net.base_url, time_scale, follow_up_url),
             settings=settings,
-            time_scale=time_scale,
             ceiling_s=ceiling_s,
+            reusable_target=bool(getattr(cls, "reusable", False)),
         )
     return observed, reusable
 
 
 def _run_in_child(
     scenario: Scenario,
-    target: str,
     child: TargetProcess,
     net: Any,
+    job: Job,
     *,
     settings: RunSettings,
-    time_scale: float,
     ceiling_s: float,
+    reusable_target: bool,
 ) -> tuple[Observed, TargetProcess | None]:
     report: dict[str, Any] | None
     reusable: TargetProcess | None = None
@@ -114,7 +122,7 @@ def _run_in_child(
         if scenario.backend == "kernel":
             net.watch(child.pid)
         net.arm(timeout=ceiling_s)
-        child.run(_job(scenario, net.base_url, time_scale).to_dict())
+        child.run(job.to_dict())
         first = child.wait_started(time.monotonic() + CHILD_START_S)
         if first.get("event") == "result":
             report = first
@@ -132,7 +140,7 @@ def _run_in_child(
                 and leaks.total == 0
                 and not scenario.env
                 and not net.command_prefix
-                and getattr(load_target(target), "reusable", False)
+                and reusable_target
             ):
                 reusable = child
             else:
@@ -167,7 +175,7 @@ def _cassette_source(scenario: Scenario, scale: float) -> Any:
     return load_replay_source([scenario.cassette], time_scale=scale)
 
 
-def _job(scenario: Scenario, base_url: str, time_scale: float) -> Job:
+def _job(scenario: Scenario, base_url: str, time_scale: float, follow_up_url: str | None) -> Job:
     request = scenario.request
     return Job(
         base_url=base_url,
@@ -181,6 +189,7 @@ def _job(scenario: Scenario, base_url: str, time_scale: float) -> Job:
         pause_s=request.pause_s,
         settings=scenario.watchdog.as_settings(),
         time_scale=time_scale,
+        follow_up_url=follow_up_url,
     )
 
 

@@ -71,11 +71,20 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _time_scale(text: str) -> float:
+    from harness.environment import TIME_SCALE_ALLOWED, check_time_scale
+
+    try:
+        return check_time_scale(text)
+    except ValueError:
+        raise ValueError(TIME_SCALE_ALLOWED) from None
+
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "time_scale",
         "multiply every scenario duration by this factor (1.0 real time, 0.01 fast CI)",
-        _positive_float,
+        _time_scale,
         DEFAULT_TIME_SCALE,
         env_field="time_scale",
     ),

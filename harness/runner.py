@@ -22,6 +22,7 @@ Not here: scenario parsing (``harness.scenario``), rendering (``harness.report``
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +43,7 @@ from harness.planning import (
     plan,
 )
 from harness.scenario import Scenario
-from harness.targets import expectation_key
+from harness.targets import expectation_key, load_target
 from harness.targets.process import TargetProcess
 
 __all__ = [
@@ -77,9 +78,17 @@ def run_case(
     spare); it is consumed. ``expect_as`` judges the target by another target's
     expectation (a ``mutant:`` target is judged by ``reference`` by default).
     """
-    result, reusable = _run_case(
-        scenario, target, server=server, settings=settings, child=child, expect_as=expect_as
-    )
+    with contextlib.ExitStack() as stack:
+        follow_up = _FollowUp(stack, _default_server)
+        result, reusable = _run_case(
+            scenario,
+            target,
+            server=server,
+            settings=settings,
+            child=child,
+            expect_as=expect_as,
+            follow_up_url=follow_up.url_for(target),
+        )
     if reusable is not None:
         reusable.finish(time.monotonic() + 5.0)
     return result
@@ -93,6 +102,7 @@ def _run_case(
     settings: RunSettings,
     child: TargetProcess | None,
     expect_as: str | None,
+    follow_up_url: str | None = None,
 ) -> tuple[CaseResult, TargetProcess | None]:
     """:func:`run_case`, also returning the child when it is clean enough to reuse."""
     key = expect_as or expectation_key(target)
@@ -108,6 +118,7 @@ def _run_case(
         child=child,
         time_scale=scale,
         ceiling_s=ceiling,
+        follow_up_url=follow_up_url,
     )
     result = judge_case(
         scenario,
@@ -168,7 +179,8 @@ def run_cases(
     def worker(lane: bool) -> None:
         spares: dict[str, TargetProcess] = {}
         try:
-            with factory() as server:
+            with factory() as server, contextlib.ExitStack() as stack:
+                follow_up = _FollowUp(stack, factory)
                 while (item := next_case(lane)) is not None:
                     index, (scenario, target) = item
                     child = spares.pop(target, None)
@@ -184,6 +196,7 @@ def run_cases(
                         settings=settings,
                         child=child,
                         expect_as=None,
+                        follow_up_url=follow_up.url_for(target),
                     )
                     if reusable is not None and target not in spares:
                         spares[target] = reusable
@@ -225,6 +238,23 @@ def _find_sentinel(text: str) -> str | None:
 
     findings = find_sentinels(text, where="reply")
     return findings[0].describe() if findings else None
+
+
+class _FollowUp:
+    """The fault-free server a worker's follow-up calls go to, started on first use (only
+    for a target that makes them: ``Target.follows_up``)."""
+
+    def __init__(self, stack: contextlib.ExitStack, factory: Callable[[], Any]) -> None:
+        self._stack = stack
+        self._factory = factory
+        self._url: str | None = None
+
+    def url_for(self, target: str) -> str | None:
+        if not getattr(load_target(target), "follows_up", False):
+            return None
+        if self._url is None:
+            self._url = self._stack.enter_context(self._factory()).base_url
+        return self._url
 
 
 def _default_server() -> Any:

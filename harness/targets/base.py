@@ -68,7 +68,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -79,6 +79,7 @@ __all__ = [
     "Job",
     "Target",
     "TargetUnsupported",
+    "follow_up",
     "pause_between_calls",
 ]
 
@@ -112,6 +113,9 @@ class Job:
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_scale: float = 1.0
     api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+    #: A healthy server for one follow-up call through the same client after the job's
+    #: calls (``follow_up``); None: make none. Set only for a ``Target.follows_up`` target.
+    follow_up_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -176,6 +180,9 @@ class Target(ABC):
     #: True when the child speaks the reuse protocol (``ready`` again after ``result``).
     #: ``harness.targets.child`` does; a target with its own driver says so explicitly.
     reusable: ClassVar[bool] = False
+    #: True when ``call`` makes the job's follow-up call (:func:`follow_up`): then the
+    #: contract's ``alive_after`` check is judged for it.
+    follows_up: ClassVar[bool] = False
 
     @classmethod
     def command(cls) -> list[str]:
@@ -208,3 +215,25 @@ def pause_between_calls(job: Job, log: EventLog) -> None:
     if job.pause_s > 0:
         log.mark("pause", f"{job.pause_s * job.time_scale:.3f} s")
         time.sleep(job.pause_s * job.time_scale)
+
+
+def follow_up(job: Job, log: EventLog, call: Callable[[str], str]) -> None:
+    """The contract's ``alive_after`` probe: after the job's calls (returned or raised),
+    one healthy call through the *same* client, ``call(base_url) -> reply text``, against
+    ``job.follow_up_url`` (a fault-free server). Recorded in ``log.details["follow_up"]``
+    with the time it started, which is where the job's own calls ended. Call it before
+    closing the client, e.g. in the ``finally`` that closes it; it never raises."""
+    if job.follow_up_url is None:
+        return
+    started = time.monotonic()
+    log.mark("follow_up")
+    try:
+        text = call(job.follow_up_url)
+    except Exception as exc:  # noqa: BLE001 - the failure is the finding, reported as data
+        log.details["follow_up"] = {
+            "ok": False,
+            "t": started,
+            "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+        }
+    else:
+        log.details["follow_up"] = {"ok": bool(text), "t": started, "chars": len(text or "")}

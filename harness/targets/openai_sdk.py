@@ -12,9 +12,17 @@ Not here: any protection (that is the ``reference`` target).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import (
+    CallResult,
+    EventLog,
+    Job,
+    Target,
+    follow_up,
+    pause_between_calls,
+)
 from harness.targets.warmup import warm_up_target
 
 __all__ = ["OpenAISDKTarget"]
@@ -24,6 +32,7 @@ class OpenAISDKTarget(Target):
     name = "openai-sdk"
     apis = ("chat", "responses")
     reusable = True
+    follows_up = True
 
     def prepare(self) -> None:
         warm_up_target(self, apis=self.apis)
@@ -52,11 +61,21 @@ class OpenAISDKTarget(Target):
                 log.mark("call", f"{i + 1} of {job.calls}")
                 results.append(self.one_call(client, job, log))
         finally:
+            # The same client (its connection pool) after whatever happened above.
+            follow_up(job, log, lambda url: _follow_up_call(client, job, url, log))
             client.close()
         last = results[-1]
         return CallResult(
             text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
         )
+
+
+def _follow_up_call(client: Any, job: Job, base_url: str, log: EventLog) -> str:
+    """One non-streamed call of the job's API through ``client``'s own HTTP client."""
+    same = client.with_options(base_url=base_url)  # shares the connection pool
+    quiet = dataclasses.replace(job, stream=False)
+    call = _chat if job.api == "chat" else _responses
+    return call(same, quiet, log).text
 
 
 def _chat(client: Any, job: Job, log: EventLog) -> CallResult:

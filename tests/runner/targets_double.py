@@ -6,7 +6,7 @@ import json
 import os
 import threading
 
-from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
+from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported, follow_up
 
 
 class EnvTarget(Target):
@@ -126,4 +126,33 @@ class SlowStartTarget(Target):
             text = json.loads(conn.getresponse().read())["choices"][0]["message"]["content"]
         finally:
             conn.close()
+        return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class ClosedClientTarget(Target):
+    """The closed-client bug (#10933 shape): it answers the call, then closes the HTTP
+    client it keeps using, so the follow-up call through the same client fails."""
+
+    name = "closed-client"
+    apis = ("chat",)
+    follows_up = True
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import httpx
+
+        client = httpx.Client(base_url=job.base_url, timeout=10)
+        headers = {"Authorization": f"Bearer {job.api_key}"}
+        body = {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
+
+        def ask(url: str) -> str:
+            response = client.post(
+                url.rstrip("/") + "/chat/completions", json=body, headers=headers
+            )
+            return response.json()["choices"][0]["message"]["content"]
+
+        try:
+            text = ask(job.base_url)
+        finally:
+            client.close()  # the bug: closed while the agent still holds it
+            follow_up(job, log, ask)
         return CallResult(text=text, finish_reason="stop", attempts=1)

@@ -100,3 +100,69 @@ def test_child_is_started_with_the_import_path_not_the_display_name():
     assert command[-1] == SLOW_START
     mutant = load_target("mutant:none").command()[-1]
     assert mutant == "harness.targets.mutants:StackTarget"
+
+
+@pytest.mark.timeout(60)
+def test_follow_up_through_a_closed_client_fails_alive_after_and_a_working_one_passes(server):
+    s = make("follow_up", ceiling_s=10)
+    broken = run_case(
+        s, "runner.targets_double:ClosedClientTarget", server=server, settings=settings()
+    )
+    assert broken.outcome.kind == "ok", broken.message
+    assert broken.details["follow_up"]["ok"] is False
+    assert "closed" in broken.details["follow_up"]["error"]
+    assert (broken.verdict, broken.failed_checks) == ("fail", ("alive_after",))
+    sdk = run_case(s, "openai-sdk", server=server, settings=settings())
+    assert sdk.details["follow_up"]["ok"] is True and sdk.verdict == "pass", sdk.message
+    assert sdk.requests == 1  # the follow-up went to its own fault-free server
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_out_of_tree_target_runs_the_whole_catalog_and_every_result_has_a_verdict(tmp_path):
+    """Done-when of issue 11: a module:Class on PYTHONPATH, ``name`` unlike its path, no
+    file edited, every result with a verdict (the kernel tier needs root: left out)."""
+    import json
+    import subprocess
+    import sys
+
+    from harness.contract import VERDICTS
+    from harness.scenario import load_catalog
+
+    pkg = tmp_path / "agentpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "agent.py").write_text(
+        "from harness.targets.openai_sdk import OpenAISDKTarget\n\n\n"
+        "class MyAgent(OpenAISDKTarget):\n    name = 'my-agent'\n"
+    )
+    report = tmp_path / "agent.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path.cwd())])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "-t",
+            "agentpkg.agent:MyAgent",
+            "-x",
+            "kernel_*",
+            "-q",
+            "--json",
+            str(report),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=tmp_path,
+    )
+    assert proc.returncode in (0, 1), proc.stderr  # 1 only for a tier CI requires
+    results = json.loads(report.read_text())["results"]
+    expected = {s.name for s in load_catalog() if not s.name.startswith("kernel_")}
+    assert {r["scenario"] for r in results} == expected
+    assert all(r["target"] == "agentpkg.agent:MyAgent" for r in results)
+    assert all(r["verdict"] in VERDICTS for r in results)
+    assert all(r["expected"] == "" for r in results)
+    assert "cases as expected" in proc.stdout and "judged by verdict only" in proc.stdout

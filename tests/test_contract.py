@@ -1,0 +1,176 @@
+"""Contract verdicts: derivation from fault scripts, the pure judgement, and [contract] overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.contract import CHECKS, Facts, contract_for, judge
+from harness.outcome import Outcome
+from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
+
+OK = Outcome("ok")
+TYPED = Outcome("error", "StreamIdleTimeout", ("StreamIdleTimeout", "StallError"))
+
+
+def make(**fields):
+    return scenario_from_dict({"name": "x", "summary": "x", **fields})
+
+
+def rule(phase: str, action: str, match: dict | None = None, **params) -> dict:
+    out: dict = {"fault": {"phase": phase, "action": action, **params}}
+    if match:
+        out["match"] = match
+    return out
+
+
+def facts(outcome=OK, **kwargs) -> Facts:
+    base = {
+        "outcome": outcome,
+        "time_scale": 0.1,
+        "ceiling_s": 6.0,
+        "elapsed_s": 0.5,
+        "requests": 1,
+    }
+    return Facts(**{**base, **kwargs})
+
+
+def test_healthy_scenario_wants_the_reply_and_an_error_fails_it():
+    c = contract_for(make())
+    assert c.ideal == "reply" and c.alive
+    assert judge(c, facts()).verdict == "pass"
+    v = judge(c, facts(TYPED))
+    assert (v.verdict, v.failed_checks) == ("fail", ("complete_reply",))
+
+
+def test_fault_on_every_request_allows_a_clean_typed_error_as_safe():
+    c = contract_for(make(script={"rules": [rule("event:3", "hang")]}))
+    assert c.ideal == "reply_or_error"
+    assert judge(c, facts(TYPED, requests=3)).verdict == "safe"
+    assert judge(c, facts(OK, requests=3)).verdict == "pass"
+    hung = judge(c, facts(Outcome("hung"), elapsed_s=None, requests=1))
+    assert hung.verdict == "fail" and hung.failed_checks == ("bounded",)
+
+
+@pytest.mark.parametrize(
+    "match",
+    [{"attempts": [1, 2]}, {"connections": 1}, {"request_on_connection": 2}],
+)
+def test_a_fault_a_retry_or_a_fresh_connection_gets_past_wants_the_reply(match):
+    c = contract_for(make(script={"rules": [rule("request", "status", match, code=503)]}))
+    assert c.ideal == "reply"
+    assert (
+        "complete_reply"
+        in judge(c, facts(Outcome("error", "APIStatusError"), requests=3)).failed_checks
+    )
+
+
+def test_first_request_on_every_connection_is_not_escapable_by_reconnecting():
+    c = contract_for(make(script={"rules": [rule("request", "rst", {"request_on_connection": 1})]}))
+    assert c.ideal == "reply_or_error"
+
+
+def test_non_retryable_status_allows_one_request_per_call():
+    c = contract_for(make(script={"rules": [rule("request", "status", code=401)]}))
+    assert c.no_retry and c.ideal == "reply_or_error"
+    error = Outcome("error", "AuthenticationError", ("AuthenticationError",))
+    assert judge(c, facts(error, requests=1)).verdict == "safe"
+    retried = judge(c, facts(error, requests=3))
+    assert retried.verdict == "fail" and retried.failed_checks == ("no_retry_non_retryable",)
+
+
+def test_retry_sooner_than_retry_after_fails():
+    c = contract_for(
+        make(
+            script={
+                "rules": [rule("request", "status", {"attempts": 1}, code=429, retry_after_s=2.0)]
+            }
+        )
+    )
+    assert c.retry_after_s == 2.0
+    first = "Status@request(code=429, retry_after_s=1.0)"
+    # time_scale 0.5: the server sends "Retry-After: 1" (whole seconds of the scaled 1.0 s)
+    early = facts(time_scale=0.5, requests=2, request_log=[(10.0, first), (10.5, None)])
+    late = facts(time_scale=0.5, requests=2, request_log=[(10.0, first), (11.0, None)])
+    assert judge(c, early).failed_checks == ("retry_after",)
+    assert judge(c, late).verdict == "pass"
+    # at 0.1 it sends "Retry-After: 0": no retry is too early
+    assert judge(c, facts(requests=2, request_log=[(10.0, first), (10.01, None)])).verdict == "pass"
+
+
+def test_hammering_is_more_requests_than_allowed_in_any_window():
+    c = contract_for(
+        make(script={"rules": [rule("request", "status", code=503)]}, budget={"max_requests": 50})
+    )
+    burst = [(1.0 + i * 0.001, "Status@request(code=503)") for i in range(8)]
+    spread = [(1.0 + i * 0.5, "Status@request(code=503)") for i in range(8)]
+    error = Outcome("error", "InternalServerError", ("InternalServerError",))
+    assert "no_hammering" in judge(c, facts(error, requests=8, request_log=burst)).failed_checks
+    assert judge(c, facts(error, requests=8, request_log=spread)).verdict == "safe"
+
+
+def test_dishonest_replies_leaks_late_requests_and_a_failed_follow_up_fail():
+    c = contract_for(make(script={"rules": [rule("event:3", "fin")]}))
+    for kind in ("truncated_as_complete", "wrong_content", "error_as_reply"):
+        assert judge(c, facts(Outcome(kind))).failed_checks == ("honest_reply",)
+    assert judge(c, facts(leaks=2)).failed_checks == ("no_leaks",)
+    assert judge(c, facts(late_requests=1)).failed_checks == ("no_late_requests",)
+    assert judge(c, facts(follow_up_ok=False)).failed_checks == ("alive_after",)
+    assert judge(c, facts(follow_up_ok=True)).verdict == "pass"
+    assert judge(c, facts(requests=6)).failed_checks == ("request_budget",)
+
+
+def test_crash_is_not_a_clean_error_and_not_run_cases_fail_with_the_reason():
+    c = contract_for(make(script={"rules": [rule("event:3", "fin")]}))
+    crash = Outcome("error", "TargetCrashed", ("TargetCrashed",))
+    assert judge(c, facts(crash)).failed_checks == ("clean_error",)
+    assert judge(c, facts(Outcome("not_applicable"))).failed_checks == ("not_applicable",)
+    assert judge(c, facts(Outcome("skipped"))).failed_checks == ("not_run",)
+
+
+def test_slow_but_alive_stream_killed_by_a_deadline_fails_no_false_kill():
+    c = contract_for(make(script={"rules": [rule("event:2", "slow", delay_s=1.0)]}))
+    assert c.alive and c.ideal == "reply"
+    v = judge(c, facts(Outcome("false_kill", "StreamIdleTimeout", ("StreamIdleTimeout",))))
+    assert v.verdict == "fail" and "no_false_kill" in v.failed_checks
+
+
+def test_contract_table_overrides_the_derived_fields():
+    s = make(
+        script={"rules": [rule("event:3", "hang")]},
+        contract={"ideal": "reply", "max_requests": 2, "bound_s": 5, "no_leaks": False},
+    )
+    c = contract_for(s)
+    assert (c.ideal, c.max_requests, c.bound_s, c.no_leaks) == ("reply", 2, 5, False)
+    # bound_s is scenario seconds: 5 x 0.1 = 0.5 s real
+    v = judge(c, facts(OK, elapsed_s=0.7, leaks=3), bound_overridden=True)
+    assert v.failed_checks == ("bounded",)
+
+
+@pytest.mark.parametrize(
+    ("table", "field", "allowed"),
+    [
+        ('ideal = "perfect"', "contract.ideal", "reply_or_error"),
+        ("max_requests = 0", "contract.max_requests", None),
+        ("speed = 1", "contract.speed", "ideal"),
+    ],
+)
+def test_bad_contract_table_names_the_file_and_the_field(tmp_path: Path, table, field, allowed):
+    path = tmp_path / "x.toml"
+    path.write_text(f'name = "x"\nsummary = "s"\n[contract]\n{table}\n', encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert info.value.file == str(path) and info.value.field == field
+    if allowed:
+        assert allowed in (info.value.allowed or "")
+
+
+def test_every_catalog_scenario_has_a_contract_and_check_names_are_stable():
+    assert len(set(CHECKS)) == len(CHECKS) == 12
+    for s in load_catalog():
+        c = contract_for(s)
+        assert c.ideal in ("reply", "reply_or_error") and c.max_requests >= 1, s.name
+        # where the reference stack is expected to return the reply, the contract allows it
+        if s.expected.get("reference") == "ok":
+            assert judge(c, facts(OK, ceiling_s=1e9, requests=1)).verdict == "pass", s.name
