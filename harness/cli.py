@@ -457,15 +457,10 @@ def _targets(args: argparse.Namespace) -> list[str]:
 def _with_overlays(
     args: argparse.Namespace, scenarios: list[Any], targets: Sequence[str], files: Sequence[str]
 ) -> list[Any]:
-    """``scenarios`` with the expectations overlays for ``targets`` merged in."""
-    from harness.expectations import apply_overlays, overlays_for
+    from harness.expectations import with_overlays
     from harness.scenario import CATALOG_DIR
 
-    # An overlay covers the whole catalog, not only this run's selection (file stems are
-    # the scenario names: the loader checks that).
-    directory = Path(args.scenarios_dir or CATALOG_DIR)
-    names = {s.name for s in scenarios} | {p.stem for p in directory.glob("*.toml")}
-    return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
+    return with_overlays(scenarios, targets, files, catalog_dir=args.scenarios_dir or CATALOG_DIR)
 
 
 def _check_writable(path: str, flag: str, targets: Sequence[str]) -> None:

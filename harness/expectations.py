@@ -46,6 +46,7 @@ __all__ = [
     "overlays_for",
     "render_overlay",
     "shipped_overlays",
+    "with_overlays",
     "write_overlay",
 ]
 
@@ -179,6 +180,21 @@ def apply_overlays(scenarios: Sequence[Scenario], overlays: Sequence[Overlay]) -
         budget = scenario.budget.model_copy(update={"max_requests_for": budgets})
         out.append(scenario.model_copy(update={"expected": expected, "budget": budget}))
     return out
+
+
+def with_overlays(
+    scenarios: Sequence[Scenario],
+    targets: Sequence[str],
+    files: Sequence[str | Path],
+    *,
+    catalog_dir: str | Path = CATALOG_DIR,
+) -> list[Scenario]:
+    """``scenarios`` with the overlays for a run of ``targets`` merged in (``harness run``).
+
+    An overlay covers the whole catalog, not only the run's selection, so the names it may
+    use are the catalog's (file stems are scenario names: the loader checks that)."""
+    names = {s.name for s in scenarios} | {p.stem for p in Path(catalog_dir).glob("*.toml")}
+    return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
 
 
 def expectation_text(outcome: Outcome) -> str | None:

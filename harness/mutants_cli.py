@@ -105,10 +105,10 @@ def mutation_report(
             unreliable[scenario.name] = f"baseline got {got}, reference expects {expected}"
             continue
         for mutant in mutants:
-            result = by_case.get((scenario.name, MUTANTS[mutant].target))
+            result = by_case.get((scenario.name, _target_of(mutant)))
             if result is None:
                 continue
-            outcomes[(scenario.name, MUTANTS[mutant].target)] = result.outcome.label
+            outcomes[(scenario.name, _target_of(mutant))] = result.outcome.label
             if not _passes(result, expected):
                 kills[mutant].append(scenario.name)
     return MutationReport(
@@ -131,6 +131,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help=f"run only this mutant (repeatable); allowed: {', '.join(MUTANTS)}",
+    )
+    parser.add_argument(
+        "--target",
+        "-t",
+        action="append",
+        default=[],
+        metavar="package.module:Class",
+        help="also run this stack as a mutant (repeatable): a known-bad variant of your own, "
+        "judged by the reference expectations like the built-in mutants",
     )
     parser.add_argument(
         "--catalog", default=str(CATALOG_DIR), help="scenario directory (default: %(default)s)"
@@ -158,8 +167,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_mutants(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
     """Run the catalog against the baseline and every (selected) mutant; print the kills
     and the score. Returns the exit status."""
-    mutants = list(args.mutant or MUTANTS)
+    from harness.targets import is_target
+
+    extra = list(getattr(args, "target", None) or [])
+    mutants = list(args.mutant or ([] if extra else MUTANTS))
     unknown = [m for m in mutants if m not in MUTANTS]
+    bad = [t for t in extra if not is_target(t) or t.startswith("mutant:") or ":" not in t]
+    if bad:
+        print(
+            f"error: --target {bad[0]!r} is not valid; allowed: package.module:Class",
+            file=sys.stderr,
+        )
+        return 2
+    mutants += [t for t in extra if t not in mutants]
     if unknown:
         print(
             f"error: --mutant {unknown[0]!r} is not valid; allowed: {', '.join(MUTANTS)}",
@@ -175,7 +195,7 @@ def run_mutants(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
     scenarios = [s for s in scenarios if s.expected_for("reference") is not None]
     if not args.kernel:
         scenarios = [s for s in scenarios if _backend(s) != "kernel"]
-    targets = [BASELINE_TARGET, *(MUTANTS[m].target for m in mutants)]
+    targets = [BASELINE_TARGET, *(_target_of(m) for m in mutants)]
     # Target-major: the runner's longest-first sort is stable, so cases of equal estimate
     # stay grouped by target and a worker reuses its clean child for the next case
     # (scenario-major order switched target on nearly every case: a child start each).
@@ -219,10 +239,11 @@ def markdown(report: MutationReport) -> str:
     """The report as a Markdown table: one row per mutant, then the score."""
     lines = ["| mutant | the bug it puts back | seen in | killed by |", "|---|---|---|---|"]
     for name in report.mutants:
-        m = MUTANTS[name]
+        m = MUTANTS.get(name)
         kills = report.kills.get(name) or ()
         killed_by = ", ".join(f"`{k}`" for k in kills) if kills else "**survived**"
-        lines.append(f"| `{name}` | {m.bug} | {m.seen_in} | {killed_by} |")
+        bug, seen = (m.bug, m.seen_in) if m is not None else ("(your own stack)", "-")
+        lines.append(f"| `{name}` | {bug} | {seen} | {killed_by} |")
     lines.append("")
     lines.append(
         f"Mutation score: {len(report.killed)}/{len(report.mutants)} = {report.score:.0%}"
@@ -237,6 +258,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="harness mutants", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_mutants(parser.parse_args(argv))
+
+
+def _target_of(mutant: str) -> str:
+    """The target a mutant runs as: ``mutant:<name>``, or a ``module:Class`` as given."""
+    return MUTANTS[mutant].target if mutant in MUTANTS else mutant
 
 
 def _backend(scenario: Scenario) -> str:

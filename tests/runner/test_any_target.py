@@ -166,3 +166,22 @@ def test_out_of_tree_target_runs_the_whole_catalog_and_every_result_has_a_verdic
     assert all(r["verdict"] in VERDICTS for r in results)
     assert all(r["expected"] == "" for r in results)
     assert "cases as expected" in proc.stdout and "judged by verdict only" in proc.stdout
+
+
+@pytest.mark.timeout(120)
+def test_mutants_takes_a_module_class_stack_judged_by_the_reference_expectations(
+    tmp_path, monkeypatch, capsys
+):
+    import json
+
+    from harness.mutants_cli import main as mutants_main
+
+    monkeypatch.setenv("PYTHONPATH", TESTS_DIR)
+    out = tmp_path / "m.json"
+    argv = ["-t", "runner.targets_double:RaisingTarget", "nonstream_healthy", "--json", str(out)]
+    assert mutants_main([*argv, "--time-scale", "0.05", "--jobs", "1"]) == 0
+    report = json.loads(out.read_text())
+    # it raises where the reference stack returns the reply: the scenario kills it
+    assert report["kills"] == {"runner.targets_double:RaisingTarget": ["nonstream_healthy"]}
+    assert mutants_main(["-t", "not a path"]) == 2
+    assert "package.module:Class" in capsys.readouterr().err
