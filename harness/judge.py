@@ -101,7 +101,6 @@ def judge_case(
             late_requests=late,
             follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
         ),
-        bound_overridden=scenario.contract.bound_s is not None,
     )
     result = CaseResult(
         scenario=scenario.name,

@@ -144,7 +144,7 @@ def test_contract_table_overrides_the_derived_fields():
     c = contract_for(s)
     assert (c.ideal, c.max_requests, c.bound_s, c.no_leaks) == ("reply", 2, 5, False)
     # bound_s is scenario seconds: 5 x 0.1 = 0.5 s real
-    v = judge(c, facts(OK, elapsed_s=0.7, leaks=3), bound_overridden=True)
+    v = judge(c, facts(OK, elapsed_s=0.7, leaks=3))
     assert v.failed_checks == ("bounded",)
 
 

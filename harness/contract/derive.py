@@ -14,7 +14,8 @@ Derivation rules (each one line of why):
 - **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that.
 - **max_requests**: the scenario's ``[budget] max_requests``, else ``DEFAULT_REQUESTS_PER_CALL``
   per call (a correct client retries a few times, never without end).
-- **bound_s**: the scenario's ``ceiling_s``: the call must end (return or raise) by then.
+- **bound_s**: unset: the call must end (return or raise) within the runner's outer
+  ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
 
 Not here: the table's validation (``harness.contract.spec``) or the judgement.
@@ -54,8 +55,10 @@ class Contract:
     """What any correct client must do in one scenario. Durations in scenario seconds."""
 
     ideal: str
-    bound_s: float
     max_requests: int
+    #: The call must end within this; None: the runner's outer ceiling (``ceiling_s``
+    #: scaled, floored by ``min_ceiling_s``).
+    bound_s: float | None = None
     calls: int = 1
     retry_after_s: float | None = None
     no_retry: bool = False
@@ -84,7 +87,6 @@ def contract_for(scenario: Scenario) -> Contract:
     reply = _reply_possible(scenario) and not no_retry and not waits
     derived = Contract(
         ideal="reply" if reply else "reply_or_error",
-        bound_s=scenario.ceiling_s,
         max_requests=scenario.budget.max_requests or DEFAULT_REQUESTS_PER_CALL * calls,
         calls=calls,
         retry_after_s=max(retry_after) if retry_after else None,

@@ -95,22 +95,22 @@ class Verdict:
     failed_checks: tuple[str, ...] = field(default=())
 
 
-def judge(contract: Contract, facts: Facts, *, bound_overridden: bool = False) -> Verdict:
-    """The verdict of ``facts`` under ``contract``. ``bound_overridden``: the bound is the
-    scenario's own ``bound_s`` (scaled) rather than the runner's ceiling."""
+def judge(contract: Contract, facts: Facts) -> Verdict:
+    """The verdict of ``facts`` under ``contract`` (pure)."""
     kind = facts.outcome.kind
     if kind in ("skipped", "not_applicable"):
         return Verdict("fail", ("not_run" if kind == "skipped" else "not_applicable",))
-    failed = [name for name, ok in _checks(contract, facts, bound_overridden) if not ok]
+    failed = [name for name, ok in _checks(contract, facts) if not ok]
     if failed:
         return Verdict("fail", tuple(failed))
     return Verdict("pass" if kind == "ok" else "safe")
 
 
-def _checks(contract: Contract, facts: Facts, bound_overridden: bool) -> list[tuple[str, bool]]:
+def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
     outcome = facts.outcome
     raised = outcome.kind == "error"
-    bound = contract.bound_s * facts.time_scale if bound_overridden else facts.ceiling_s
+    # The scenario's own bound, scaled; else the runner's outer ceiling for this case.
+    bound = facts.ceiling_s if contract.bound_s is None else contract.bound_s * facts.time_scale
     starts = [t for t, _ in facts.request_log]
     return [
         ("complete_reply", not (raised and contract.ideal == "reply")),
