@@ -88,7 +88,10 @@ class RunSettings:
     wait_lanes: int = DEFAULT_WAIT_LANES
 
     def __post_init__(self) -> None:
-        check_time_scale(self.time_scale, what="time_scale:")
+        # normalised to a float: the one validator also takes the text of an option
+        object.__setattr__(
+            self, "time_scale", check_time_scale(self.time_scale, what="time_scale:")
+        )
         if not (isinstance(self.min_ceiling_s, int | float) and self.min_ceiling_s >= 0):
             raise ValueError(
                 f"min_ceiling_s: {self.min_ceiling_s!r} is not valid; allowed: a number >= 0"
