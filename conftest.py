@@ -30,6 +30,7 @@ SDK_MATRIX_PATHS = (
     "test_catalog.py",
     "server/test_sdk.py",
     "record/test_proxy.py",
+    "guard/",
 )
 
 

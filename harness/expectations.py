@@ -113,12 +113,29 @@ def overlay_from_dict(
     return Overlay(target=target, expected=dict(expected), max_requests=dict(budgets), path=file)
 
 
-def shipped_overlays(*, scenarios: Iterable[str], directory: Path = SHIPPED_DIR) -> list[Overlay]:
-    """Every overlay shipped under ``directory`` (none when it does not exist)."""
+def shipped_overlays(
+    *,
+    scenarios: Iterable[str],
+    directory: Path = SHIPPED_DIR,
+    targets: Sequence[str] | None = None,
+) -> list[Overlay]:
+    """Every overlay shipped under ``directory`` (none when it does not exist); with
+    ``targets``, only theirs: another target's file is not validated against this run."""
     if not directory.is_dir():
         return []
     names = list(scenarios)
-    return [load_overlay(p, scenarios=names) for p in sorted(directory.glob("*.toml"))]
+    paths = sorted(directory.glob("*.toml"))
+    if targets is not None:
+        paths = [p for p in paths if _target_of(p) in targets]
+    return [load_overlay(p, scenarios=names) for p in paths]
+
+
+def _target_of(path: Path) -> object:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh).get("target")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_overlay reports it properly if the file is ever chosen
 
 
 def overlays_for(
@@ -132,9 +149,7 @@ def overlays_for(
     then ``files`` (given on the command line: applied last, so they win). A file given
     for a target that is not in the run is an error: it would silently gate nothing."""
     names = list(scenarios)
-    chosen = [
-        o for o in shipped_overlays(scenarios=names, directory=shipped_dir) if o.target in targets
-    ]
+    chosen = shipped_overlays(scenarios=names, directory=shipped_dir, targets=targets)
     for path in files:
         overlay = load_overlay(path, scenarios=names)
         if overlay.target not in targets:

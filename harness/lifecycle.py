@@ -166,6 +166,15 @@ def _run_in_child(
     return observed, reusable
 
 
+def _cassette_source(scenario: Scenario, scale: float) -> Any:
+    """A scenario's cassette as the server's reply source (None: synthetic replies)."""
+    if scenario.cassette is None:
+        return None
+    from harness.record.replay import load_replay_source
+
+    return load_replay_source([scenario.cassette], time_scale=scale)
+
+
 def _job(scenario: Scenario, base_url: str, time_scale: float, follow_up_url: str | None) -> Job:
     request = scenario.request
     return Job(
@@ -255,12 +264,3 @@ def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:
         time.sleep(LEAK_SETTLE_S)  # a measurement grace, not synchronisation
         leaks = leaks_between(baseline, snapshot(pid))
     return leaks
-
-
-def _cassette_source(scenario: Scenario, scale: float) -> Any:
-    """A scenario's cassette as the server's reply source (None: synthetic replies)."""
-    if scenario.cassette is None:
-        return None
-    from harness.record.replay import load_replay_source
-
-    return load_replay_source([scenario.cassette], time_scale=scale)

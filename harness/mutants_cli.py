@@ -47,6 +47,8 @@ class MutationReport:
     unreliable: dict[str, str] = field(default_factory=dict)
     #: (scenario, mutant) -> outcome label, for the matrix
     outcomes: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (scenario, target) -> real seconds the case took (where the wall time goes)
+    elapsed: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def killed(self) -> tuple[str, ...]:
@@ -68,10 +70,17 @@ class MutationReport:
             "kills": {m: list(s) for m, s in self.kills.items()},
             "unreliable": dict(self.unreliable),
             "matrix": [
-                {"scenario": s, "target": t, "outcome": o}
+                {"scenario": s, "target": t, "outcome": o, "elapsed_s": self.elapsed.get((s, t))}
                 for (s, t), o in sorted(self.outcomes.items())
             ],
         }
+
+    def slowest(self, n: int = 5) -> list[tuple[str, float]]:
+        """The ``n`` scenarios that took the most case-seconds over all stacks."""
+        per: dict[str, float] = {}
+        for (scenario, _), seconds in self.elapsed.items():
+            per[scenario] = per.get(scenario, 0.0) + seconds
+        return sorted(per.items(), key=lambda item: -item[1])[:n]
 
 
 def mutation_report(
@@ -80,6 +89,7 @@ def mutation_report(
     """Judge ``results`` (baseline and mutant cases) against each scenario's reference
     expectation. Pure: no I/O."""
     by_case = {(r.scenario, r.target): r for r in results}
+    elapsed = {k: r.elapsed_s for k, r in by_case.items() if r.elapsed_s is not None}
     kills: dict[str, list[str]] = {m: [] for m in mutants}
     unreliable: dict[str, str] = {}
     outcomes: dict[tuple[str, str], str] = {}
@@ -107,6 +117,7 @@ def mutation_report(
         kills={m: tuple(s) for m, s in kills.items()},
         unreliable=unreliable,
         outcomes=outcomes,
+        elapsed=elapsed,
     )
 
 
@@ -185,7 +196,10 @@ def run_mutants(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
     if not args.kernel:
         scenarios = [s for s in scenarios if _backend(s) != "kernel"]
     targets = [BASELINE_TARGET, *(_target_of(m) for m in mutants)]
-    cases = [(s, t) for s in scenarios for t in targets]
+    # Target-major: the runner's longest-first sort is stable, so cases of equal estimate
+    # stay grouped by target and a worker reuses its clean child for the next case
+    # (scenario-major order switched target on nearly every case: a child start each).
+    cases = [(s, t) for t in targets for s in scenarios]
     print(
         f"mutants: {len(mutants)} x {len(scenarios)} scenarios (+ baseline), "
         f"time scale {settings.time_scale:g}, {settings.jobs} worker(s)",
@@ -211,6 +225,12 @@ def render(report: MutationReport, *, out: TextIO) -> None:
         print(f"  {mutant:<{width}}  {status}  {shown or '-'}", file=out)
     for name, why in sorted(report.unreliable.items()):
         print(f"  baseline mismatch in {name}: {why} (its kills are not counted)", file=out)
+    if report.elapsed:
+        slow = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in report.slowest())
+        print(
+            f"  time: {sum(report.elapsed.values()):.0f} case-seconds; slowest: {slow}",
+            file=out,
+        )
     killed, total = len(report.killed), len(report.mutants)
     print(f"mutation score: {killed}/{total} = {report.score:.0%}", file=out, flush=True)
 

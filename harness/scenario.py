@@ -24,14 +24,9 @@ expected from every target. A file looks like::
     [watchdog]                # reference target's deadlines, scenario seconds or "off"
     stream_idle_s = 5
 
-    [network]                 # optional: relay / toxiproxy / kernel between client and
-    backend = "relay"         # server (harness.netem.backends.network_from_dict)
+    [network]                 # optional: relay / toxiproxy / kernel in between
+    backend = "relay"         # (harness.network_spec; swallow_close rules imply a relay)
     relay = { mode = "idle_cut", idle_cut_s = 3 }
-
-A rule whose action is ``swallow_close`` (relay only) puts a relay in ``swallow_close``
-mode in front of the server, which closes (``fin``) at the rule's phase: the provider's
-FIN reaches the relay, and the client's leg stays open and silent
-(``harness.network_spec.relay_actions``).
 
     [budget]                  # optional: the most LLM requests the server may see
     max_requests = 3
@@ -45,17 +40,12 @@ FIN reaches the relay, and the client's leg stays open and silent
     reference = "error:StreamIdleTimeout"   # matched against the error's class or any base
     openai-sdk = "hung"
 
-Every case is judged twice: by the expectation of its target, where one exists (here or
-in an expectations overlay, ``harness.expectations``), and by the scenario's contract
-verdict (``harness.contract``), which needs no per-target line.
+Every case is judged by its target's expectation where one exists (here or in an
+overlay, ``harness.expectations``) and by the contract verdict (``harness.contract``).
 
-A target that does not speak the scenario's ``api`` (``Target.apis``: the bare OpenAI SDK
-and ``api = "messages"``) is not run; expect ``"not_applicable"`` for it, which matches
-only that (see ``harness.outcome``).
-
-Every duration is in scenario seconds and is multiplied by the run's one ``time_scale``.
-Bad input raises :class:`ScenarioError`, whose message names the file, the field path and
-the allowed values; the CLI prints it and exits 2.
+A target that does not speak the ``api`` (``Target.apis``) is not run: ``not_applicable``.
+Durations are scenario seconds, times the run's one ``time_scale``. Bad input raises
+:class:`ScenarioError` naming the file, the field path and the allowed values (exit 2).
 
 Not here: running scenarios (``harness.runner``) or judging outcomes (``harness.outcome``).
 """
@@ -379,16 +369,16 @@ def select(scenarios: Sequence[Scenario], patterns: Sequence[str]) -> list[Scena
 # --------------------------------------------------------------------------- helpers
 
 
-def _problem(exc: FaultSpecError) -> str:
-    """A network error's problem text: a conflict explains itself, a bad value is named."""
-    return exc.problem if getattr(exc, "problem", None) else f"{exc.value!r} is not valid"
-
-
 def _cassette_path(cassette: str, *, file: str) -> str:
     path = Path(file).parent / cassette if not Path(cassette).is_absolute() else Path(cassette)
     if not path.is_file():
         raise ScenarioError(file, "cassette", f"{cassette!r}: no such file", "a .cassette file")
     return str(path)
+
+
+def _problem(exc: FaultSpecError) -> str:
+    """A network error's problem text: a conflict explains itself, a bad value is named."""
+    return exc.problem if getattr(exc, "problem", None) else f"{exc.value!r} is not valid"
 
 
 def _target_check(targets: Iterable[str] | None) -> Any:

@@ -72,8 +72,25 @@ class SSEDecoder:
         self._has_fields = False
 
     def feed(self, chunk: bytes) -> list[Event | Comment]:
-        self._buf += chunk
+        self._buf = self._buf + chunk if self._buf else chunk
         out: list[Event | Comment] = []
+        if b"\r" not in self._buf:
+            # Fast path (almost every stream): split on LF in C, and take the two common
+            # lines (data, blank) without the general parser.
+            *lines, self._buf = self._buf.split(b"\n")
+            for raw in lines:
+                if not raw:
+                    item = self._dispatch() if self._data else self._reset()
+                elif raw.startswith(b"data:"):
+                    value = raw[6:] if raw.startswith(b"data: ") else raw[5:]
+                    self._data.append(value.decode("utf-8", errors="replace"))
+                    self._has_fields = True
+                    continue
+                else:
+                    item = self._line(raw.decode("utf-8", errors="replace"))
+                if item is not None:
+                    out.append(item)
+            return out
         while True:
             line, rest = self._take_line(self._buf)
             if line is None:
@@ -138,7 +155,8 @@ class SSEDecoder:
         if not self._data:
             self._reset()
             return None
-        ev = Event(data="\n".join(self._data), event=self._event, id=self._id, retry=self._retry)
+        data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+        ev = Event(data=data, event=self._event, id=self._id, retry=self._retry)
         self._reset()
         return ev
 

@@ -12,7 +12,7 @@
     harness mutants [...]               (mutation testing; see harness mutants --help)
     harness record --upstream URL --out DIR   (recording proxy; see harness record --help)
     harness proxy --upstream URL --script F   (fault proxy on a live upstream)
-    harness bench server|watchdog|netem|proxy [...]
+    harness bench server|watchdog|netem|proxy|guard [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,

@@ -20,6 +20,7 @@ _BENCHMARKS = {
     "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
     "netem": ("harness.bench.netem", "main"),
     "proxy": ("harness.bench.proxy", "main"),
+    "guard": ("harness.bench.guard", "main"),
 }
 #: Commands whose options ``harness.record`` owns: name -> (module with main(argv), help).
 _RECORD_COMMANDS = {
@@ -41,7 +42,7 @@ def register(commands: Any) -> None:
 
     bench = commands.add_parser(
         "bench",
-        help="benchmarks: server, watchdog, netem, proxy",
+        help="benchmarks: server, watchdog, netem, proxy, guard",
         description="Run a benchmark and print ours-vs-baseline tables.",
     )
     bench.add_argument("which", choices=tuple(_BENCHMARKS))

@@ -17,12 +17,17 @@ Modules, one job each::
     keepalive.py  socket options per platform (pure)
     transport.py  one fresh httpx client per SDK client; defensive copy of kwargs; abort
     deadlines.py  the pure deadline state (first byte, idle, stale call, hard ceiling)
-    watchdog.py   enforcement: condition-wait thread + shutdown (sync), cancel scope (async);
-                  retirement tokens
+    watchdog.py   enforcement: condition-wait thread (sync) or loop timer (async), both
+                  shutting the sockets down; ``with watchdog.attempt(abort) as token:``
+    tokens.py     retirement tokens; a fired deadline's typed error
+    markers.py    per-API keep-alive and terminal-marker rules (pure; shared with the guard)
     streams.py    per-API stream reading and the truncation guard
     errors.py     the error tree and the one mapping boundary
     retry.py      retry policy, Retry-After parsing, backoff with jitter
-    client.py     ReferenceClient / AsyncReferenceClient
+    attempt.py    one attempt, sans-IO: events in, decisions out (both clients drive it)
+    sdk_calls.py  the request an attempt sends through the SDK's raw-response path
+    components.py the replaceable seams (Components)
+    client.py     ReferenceClient / AsyncReferenceClient: two thin drivers
     clock.py      the injectable clock (MonotonicClock, FakeClock)
     compat.py     httpx (openai 2.x) vs httpx2 (openai 3.x)
 
@@ -39,7 +44,9 @@ Seams for mutants (issue 7): each correct component is replaceable on its own th
 """
 
 from harness.client import errors
-from harness.client.client import AsyncReferenceClient, Components, ReferenceClient, Reply
+from harness.client.attempt import Reply
+from harness.client.client import AsyncReferenceClient, ReferenceClient
+from harness.client.components import Components
 from harness.client.settings import ClientSettings, SettingsError
 
 __all__ = [

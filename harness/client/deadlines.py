@@ -4,7 +4,7 @@
 ``first_byte``, ``content``, ``comment``, ``done``) and answers one question: *which
 deadline fires next, and when* (:meth:`DeadlineState.next_deadline`). It never reads a
 clock, sleeps or raises a timeout itself; ``watchdog.py`` enforces what it answers, with
-a condition-wait thread (sync) or a rescheduled cancel scope (async).
+a condition-wait thread (sync) or a loop timer (async), both aborting the socket.
 
 The four deadlines (names are the :class:`ClientSettings` fields)::
 
@@ -78,25 +78,41 @@ class DeadlineState:
         self.last_content_at = None
         return self.attempt
 
-    def first_byte(self, t: float) -> None:
+    # Each activity event returns True when it may have moved the earliest deadline
+    # *earlier* (only the first activity can: it swaps first byte for stream idle), so
+    # an enforcer reschedules only then and finds later deadlines when it wakes.
+
+    def first_byte(self, t: float) -> bool:
         if self.in_attempt and self.first_byte_at is None:
             self.first_byte_at = t
             self.last_activity_at = t
+            return True
+        return False
 
-    def content(self, t: float) -> None:
+    def content(self, t: float) -> bool:
         """Progress: a content-bearing event (or non-whitespace body bytes)."""
         if not self.in_attempt:
-            return
-        self.first_byte(t)
+            return False
+        first = self.first_byte(t)
         self.last_activity_at = t
         self.last_content_at = t
+        return first
 
-    def comment(self, t: float) -> None:
+    def comment(self, t: float) -> bool:
         """Keep-alive traffic: never progress; activity only if ``idle_counts_comments``."""
         if not self.in_attempt or not self.settings.idle_counts_comments:
-            return
-        self.first_byte(t)
+            return False
+        first = self.first_byte(t)
         self.last_activity_at = t
+        return first
+
+    def activity(self, kind: str | None, t: float) -> bool:
+        """``content`` or ``comment`` by name (None: nothing complete arrived yet)."""
+        if kind == "content":
+            return self.content(t)
+        if kind == "comment":
+            return self.comment(t)
+        return False
 
     def done(self, t: float) -> None:
         """The attempt ended (for any reason); only the hard ceiling stays armed."""

@@ -40,6 +40,7 @@ Not here: deciding whether to retry (``retry.py``), enforcing deadlines (``watch
 from __future__ import annotations
 
 import errno as errno_codes
+import importlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -275,7 +276,7 @@ def map_exception(
     if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None:
         return map_exception(exc.__cause__, parse_retry_after=parse_retry_after, **where)
     code = _errno_in_chain(exc)
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or code in (
+    if isinstance(exc, _of("ConnectError", "ConnectTimeout")) or code in (
         errno_codes.ECONNREFUSED,
         errno_codes.EHOSTUNREACH,
         errno_codes.ENETUNREACH,
@@ -285,13 +286,13 @@ def map_exception(
         return DeadPeer(f"the kernel gave up on the peer: {_brief(exc)}", **where)
     if code in (errno_codes.ECONNRESET, errno_codes.EPIPE, errno_codes.ECONNABORTED):
         return PeerReset(f"connection reset by peer: {_brief(exc)}", **where)
-    if isinstance(exc, httpx.ReadTimeout):
+    if isinstance(exc, _of("ReadTimeout")):
         return StreamIdleTimeout(
             f"httpx read timeout: {_brief(exc)}", deadline="read_timeout_s", **where
         )
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+    if isinstance(exc, _of("RemoteProtocolError", "ReadError", "WriteError")):
         return PeerClosed(f"peer closed the connection: {_brief(exc)}", **where)
-    if isinstance(exc, httpx.TransportError | OSError):
+    if isinstance(exc, (*_of("TransportError"), OSError)):
         return TransportError(f"transport failed: {_brief(exc)}", **where)
     if isinstance(exc, RuntimeError) and "client has been closed" in str(exc):
         return TransportError(f"transport failed: {_brief(exc)}", **where)
@@ -300,6 +301,27 @@ def map_exception(
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return MalformedEvent(f"undecodable data: {_brief(exc)}", **where)
     return HarnessError(f"unexpected error: {_brief(exc)}", **where)
+
+
+def _of(*names: str) -> tuple[type[BaseException], ...]:
+    """The named exception classes of every HTTP library present: ``httpx`` (the one the
+    openai SDK uses) and ``httpx2`` (openai 3.x, anthropic), which may both be installed."""
+    return tuple(getattr(lib, name) for lib in _HTTP_LIBRARIES for name in names)
+
+
+def _http_libraries() -> tuple[Any, ...]:
+    libs = [httpx]
+    for name in ("httpx", "httpx2"):
+        try:
+            lib = importlib.import_module(name)
+        except ImportError:
+            continue
+        if lib not in libs:
+            libs.append(lib)
+    return tuple(libs)
+
+
+_HTTP_LIBRARIES = _http_libraries()
 
 
 def provider_message(body: bytes | str, content_type: str = "") -> str:

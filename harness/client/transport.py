@@ -30,7 +30,6 @@ import copy
 import socket
 import sys
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,7 +56,9 @@ class SocketRegistry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        # Strong references, pruned as they close: asyncio hands out TransportSocket
+        # wrappers, which cannot be weakly referenced.
+        self._sockets: list[Any] = []
         self._aborted = False
 
     def install(self, request: Any) -> None:
@@ -68,18 +69,19 @@ class SocketRegistry:
         """Request event hook (async)."""
         request.extensions = {**request.extensions, "trace": self._atrace}
 
-    def add(self, sock: socket.socket | None) -> None:
+    def add(self, sock: Any) -> None:
         if sock is None:
             return
         with self._lock:
-            self._sockets.add(sock)
+            self._sockets = [s for s in self._sockets if s.fileno() != -1]
+            self._sockets.append(sock)
             aborted = self._aborted
         if aborted:
             # The abort raced the connect (the caller's thread was descheduled before it
             # connected): shut the new socket down too, or its first read would block.
             _shutdown(sock)
 
-    def live(self) -> list[socket.socket]:
+    def live(self) -> list[Any]:
         with self._lock:
             return [s for s in self._sockets if s.fileno() != -1]
 
@@ -228,7 +230,7 @@ class TransportFactory:
         return kwargs
 
 
-def _shutdown(sock: socket.socket) -> bool:
+def _shutdown(sock: Any) -> bool:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
@@ -236,11 +238,13 @@ def _shutdown(sock: socket.socket) -> bool:
     return True
 
 
-def _socket_of(stream: Any) -> socket.socket | None:
+def _socket_of(stream: Any) -> Any:
+    """The stream's socket: a ``socket.socket`` (sync) or asyncio's ``TransportSocket``
+    (async; it allows ``shutdown``, which is all an abort needs)."""
     if stream is None:
         return None
     try:
         sock = stream.get_extra_info("socket")
     except (AttributeError, KeyError):
         return None
-    return sock if isinstance(sock, socket.socket) else None
+    return sock if hasattr(sock, "shutdown") and hasattr(sock, "fileno") else None

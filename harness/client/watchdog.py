@@ -9,8 +9,15 @@ blocked in ``recv`` or ``send`` (``close()`` from another thread returns but doe
 wake it). No polling loop, no ``join(timeout=...)``, no sleep: the thread only wakes on
 a notify or at a deadline.
 
-Async (:class:`AsyncWatchdog`): one ``asyncio.timeout_at`` cancel scope per attempt,
-rescheduled to the earliest deadline after every event; cancellation unblocks the read.
+Async (:class:`AsyncWatchdog`): the same, on the event loop: one ``loop.call_at``
+timer at the earliest deadline (re-armed only when a deadline moves earlier; a timer
+that wakes early re-arms itself), and the same ``abort``. Both are scopes::
+
+    with watchdog.attempt(abort) as token:   # sync and async code alike
+        ...read...                           # a fired deadline retires token, calls abort
+
+The scope never raises a deadline error itself: the aborted read fails (or ends), and the
+caller asks the token (``owns_attempt``) what happened -- one rule for both faces.
 
 Retirement: every attempt carries an :class:`AttemptToken`. Once a watchdog retires it,
 :func:`owns_attempt` is False, the client drops any late delta of that attempt and never
@@ -24,18 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 
 from harness.client.clock import Clock, MonotonicClock
 from harness.client.deadlines import Deadline, DeadlineState, describe_deadlines
-from harness.client.errors import (
-    FirstByteTimeout,
-    HardCeiling,
-    StaleCall,
-    StallError,
-    StreamIdleTimeout,
-)
+from harness.client.tokens import AttemptToken, error_for_deadline, owns_attempt
 
 __all__ = [
     "AsyncWatchdog",
@@ -45,70 +46,78 @@ __all__ = [
     "owns_attempt",
 ]
 
-_ERRORS: dict[str, type[StallError]] = {
-    "first_byte_s": FirstByteTimeout,
-    "stream_idle_s": StreamIdleTimeout,
-    "stale_call_s": StaleCall,
-    "hard_ceiling_s": HardCeiling,
-}
-
-_MESSAGES = {
-    "first_byte_s": "no first byte within {limit:g} s of the attempt starting",
-    "stream_idle_s": "stream idle for {limit:g} s",
-    "stale_call_s": "no content progress for {limit:g} s",
-    "hard_ceiling_s": "call exceeded its hard ceiling of {limit:g} s",
-}
+# --------------------------------------------------------------------------- shared
 
 
-class AttemptToken:
-    """Identifies one attempt; a watchdog retires it when a deadline fires."""
+class _Enforcer:
+    """What both watchdogs share: the state, the fired record, the questions, and
+    what firing a deadline does. Subclasses add how time passes (thread or loop)."""
 
-    __slots__ = ("number", "retired_by", "retired_at")
+    def __init__(
+        self,
+        state: DeadlineState,
+        describe: Callable[[DeadlineState, float], str] = describe_deadlines,
+    ) -> None:
+        self.state = state
+        self.describe = describe
+        self._token: AttemptToken | None = None
+        self._abort: Callable[[], None] | None = None
+        #: (deadline, clock time it was acted on) for every fire, in order.
+        self.fired: list[tuple[Deadline, float]] = []
 
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.retired_by: Deadline | None = None
-        self.retired_at: float | None = None
+    def now(self) -> float:
+        raise NotImplementedError
 
-    @property
-    def alive(self) -> bool:
-        return self.retired_by is None
+    def elapsed_s(self) -> float:
+        return self.now() - self.state.call_started_at
 
-    def retire(self, deadline: Deadline, at: float) -> None:
-        if self.retired_by is None:
-            self.retired_by = deadline
-            self.retired_at = at
+    def hard_deadline_at(self) -> float | None:
+        s = self.state.settings.hard_ceiling_s
+        return None if s is None else self.state.call_started_at + s
 
-    def __repr__(self) -> str:
-        state = "alive" if self.alive else f"retired by {self.retired_by.name}"  # type: ignore[union-attr]
-        return f"AttemptToken({self.number}, {state})"
+    @contextlib.contextmanager
+    def attempt(self, abort: Callable[[], None]) -> Iterator[AttemptToken]:
+        """One attempt as a scope: armed on entry, disarmed on exit (however it exits)."""
+        token = self.start_attempt(abort)
+        try:
+            yield token
+        finally:
+            self.end_attempt(token)
 
+    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
+        raise NotImplementedError
 
-def owns_attempt(token: AttemptToken) -> bool:
-    """The retirement check: may this attempt still deliver deltas and a result?"""
-    return token.alive
+    def end_attempt(self, token: AttemptToken) -> Deadline | None:
+        raise NotImplementedError
 
+    def report(self, kind: str | None) -> None:
+        """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet)."""
+        if kind == "content":
+            self.content()
+        elif kind == "comment":
+            self.comment()
 
-def error_for_deadline(
-    deadline: Deadline, *, attempt: int | None, elapsed_s: float | None, detail: str = ""
-) -> StallError:
-    """The typed error for a fired deadline."""
-    message = _MESSAGES[deadline.name].format(limit=deadline.limit_s)
-    if detail:
-        message = f"{message}; {detail}"
-    return _ERRORS[deadline.name](
-        message,
-        attempt=attempt,
-        elapsed_s=elapsed_s,
-        deadline=deadline.name,
-        deadline_s=deadline.limit_s,
-    )
+    def content(self) -> None:
+        raise NotImplementedError
+
+    def comment(self) -> None:
+        raise NotImplementedError
+
+    def _fire(self, deadline: Deadline, now: float) -> None:
+        token, abort = self._token, self._abort
+        assert token is not None
+        token.retire(deadline, now)
+        self.fired.append((deadline, now))
+        self.state.done(now)
+        self._token, self._abort = None, None
+        if abort is not None:
+            abort()  # shutdown(SHUT_RDWR): non-blocking, safe under the lock
 
 
 # --------------------------------------------------------------------------- sync
 
 
-class Watchdog:
+class Watchdog(_Enforcer):
     """Enforces one call's deadlines from a single thread (a context manager).
 
     The caller reports events (:meth:`content`, :meth:`comment`, ...) from its own
@@ -122,17 +131,12 @@ class Watchdog:
         clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
-        self.state = state
+        super().__init__(state, describe)
         self.clock = clock or MonotonicClock()
-        self.describe = describe
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
         self._cancelled = False
-        self._token: AttemptToken | None = None
-        self._abort: Callable[[], None] | None = None
-        #: (deadline, clock time it was acted on) for every fire, in order.
-        self.fired: list[tuple[Deadline, float]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -199,12 +203,14 @@ class Watchdog:
     def now(self) -> float:
         return self.clock.now()
 
-    def elapsed_s(self) -> float:
-        return self.clock.now() - self.state.call_started_at
+    def next_deadline(self) -> Deadline | None:
+        with self._cond:
+            return self.state.next_deadline()
 
-    def hard_deadline_at(self) -> float | None:
-        s = self.state.settings.hard_ceiling_s
-        return None if s is None else self.state.call_started_at + s
+    def expired(self) -> Deadline | None:
+        """The deadline that has passed by now, if any (thread-safe)."""
+        with self._cond:
+            return self.state.expired(self.clock.now())
 
     def describe_now(self) -> str:
         with self._cond:
@@ -225,14 +231,11 @@ class Watchdog:
                 self.clock.wait(self._cond, until if hard is None else min(until, hard))
             return False
 
-    def _event(self, apply: Callable[[float], None]) -> None:
-        """Apply one event; wake the thread only if the earliest deadline moved earlier
-        (the first activity arms the idle deadline); later deadlines it finds on waking."""
+    def _event(self, apply: Callable[[float], bool]) -> None:
+        """Apply one event; wake the thread only if the earliest deadline may have moved
+        earlier (the first activity); later deadlines it finds on waking. O(1) per event."""
         with self._cond:
-            before = self.state.next_deadline()
-            apply(self.clock.now())
-            after = self.state.next_deadline()
-            if after is not None and (before is None or after.at < before.at):
+            if apply(self.clock.now()):
                 self._cond.notify_all()
 
     # ------------------------------------------------------------------ the thread
@@ -250,22 +253,17 @@ class Watchdog:
                     continue
                 self._fire(deadline, now)
 
-    def _fire(self, deadline: Deadline, now: float) -> None:
-        token, abort = self._token, self._abort
-        assert token is not None
-        token.retire(deadline, now)
-        self.fired.append((deadline, now))
-        self.state.done(now)
-        self._token, self._abort = None, None
-        if abort is not None:
-            abort()  # shutdown(SHUT_RDWR): non-blocking, safe under the lock
-
 
 # --------------------------------------------------------------------------- async
 
 
-class AsyncWatchdog:
-    """Enforces one call's deadlines in asyncio: a cancel scope per attempt."""
+class AsyncWatchdog(_Enforcer):
+    """Enforces one call's deadlines on the running event loop: one timer per attempt.
+
+    Every method is called from the loop's thread. Sync methods only: starting or
+    ending an attempt never awaits, so ``with watchdog.attempt(abort)`` works in
+    ``async def`` code exactly as in sync code.
+    """
 
     def __init__(
         self,
@@ -273,63 +271,77 @@ class AsyncWatchdog:
         *,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
-        self.state = state
-        self.describe = describe
-        self._scope: asyncio.Timeout | None = None
-        self.fired: list[tuple[Deadline, float]] = []
+        super().__init__(state, describe)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
 
     @staticmethod
     def now() -> float:
         return asyncio.get_running_loop().time()
 
-    def elapsed_s(self) -> float:
-        return self.now() - self.state.call_started_at
+    def next_deadline(self) -> Deadline | None:
+        return self.state.next_deadline()
 
-    def hard_deadline_at(self) -> float | None:
-        s = self.state.settings.hard_ceiling_s
-        return None if s is None else self.state.call_started_at + s
+    def expired(self) -> Deadline | None:
+        return self.state.expired(self.now())
 
-    @contextlib.asynccontextmanager
-    async def attempt(self) -> AsyncIterator[AttemptToken]:
-        """Run one attempt under the deadlines; a fired deadline retires the token and
-        raises the matching :class:`StallError` out of the ``async with``."""
+    def describe_now(self) -> str:
+        return self.describe(self.state, self.now())
+
+    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
         token = AttemptToken(self.state.start_attempt(self.now()))
-        scope = asyncio.timeout_at(self._when())
-        try:
-            async with scope:
-                self._scope = scope
-                yield token
-        except TimeoutError as exc:
-            if not scope.expired():
-                raise
-            now = self.now()
-            deadline = self.state.expired(now) or self.state.next_deadline()
-            assert deadline is not None
-            token.retire(deadline, now)
-            self.fired.append((deadline, now))
-            raise error_for_deadline(
-                deadline, attempt=token.number, elapsed_s=now - self.state.call_started_at
-            ) from exc
-        finally:
-            self._scope = None
+        self._token, self._abort = token, abort
+        self._arm()
+        return token
+
+    def end_attempt(self, token: AttemptToken) -> Deadline | None:
+        if self._token is token:
             self.state.done(self.now())
+            self._token, self._abort = None, None
+            self._disarm()
+        return token.retired_by
 
     def first_byte(self) -> None:
-        self.state.first_byte(self.now())
-        self._reschedule()
+        if self.state.first_byte(self.now()):
+            self._arm()
 
     def content(self) -> None:
-        self.state.content(self.now())
-        self._reschedule()
+        if self.state.content(self.now()):
+            self._arm()
 
     def comment(self) -> None:
-        self.state.comment(self.now())
-        self._reschedule()
+        if self.state.comment(self.now()):
+            self._arm()
 
-    def _when(self) -> float | None:
-        d = self.state.next_deadline()
-        return None if d is None else d.at
+    async def wait(self, delay_s: float) -> bool:
+        """Wait ``delay_s`` between attempts (the caller never asks past the ceiling)."""
+        await asyncio.sleep(delay_s)
+        return True
 
-    def _reschedule(self) -> None:
-        if self._scope is not None:
-            self._scope.reschedule(self._when())
+    def _arm(self) -> None:
+        """Schedule the timer at the earliest deadline, unless it already wakes earlier."""
+        d = self.state.next_deadline() if self._token is not None else None
+        if d is None:
+            self._disarm()
+            return
+        if self._timer is not None and self._timer_at is not None and self._timer_at <= d.at:
+            return  # it wakes first and re-arms for whatever is due then
+        self._disarm()
+        self._timer_at = d.at
+        self._timer = asyncio.get_running_loop().call_at(d.at, self._on_timer)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, None
+
+    def _on_timer(self) -> None:
+        self._timer, self._timer_at = None, None
+        if self._token is None:
+            return
+        now = self.now()
+        due = self.state.expired(now)
+        if due is None:
+            self._arm()  # the deadline moved later since the timer was set
+            return
+        self._fire(due, now)

@@ -7,7 +7,7 @@ adds where to look: :func:`scan_chunks` (deltas joined first, so a sentinel spli
 chunks is still caught), :func:`scan_error` (the error and its cause chain),
 :func:`scan_records` (log records) and :func:`check_reply`, which adds two structural
 findings: ``empty_reply`` (no non-whitespace text) and ``bad_finish_reason`` (anything
-but stop or length).
+but a completed call's stop reason).
 
 Not here: redaction (``redact``), what counts as the *right* answer (``session``).
 """
@@ -34,8 +34,8 @@ __all__ = [
     "scan_records",
 ]
 
-#: Finish reasons a completed call may report.
-DEFAULT_OK_FINISH_REASONS: tuple[str, ...] = ("stop", "length")
+#: Finish reasons a completed call may report: OpenAI's, and Anthropic's stop reasons.
+DEFAULT_OK_FINISH_REASONS: tuple[str, ...] = ("stop", "length", "end_turn", "max_tokens")
 
 
 def scan_chunks(chunks: Sequence[str]) -> list[Finding]:

@@ -147,12 +147,15 @@ def _run_sequence(
     ceiling: float,
     clock: Callable[[], float],
 ) -> list[CaseResult]:
+    from harness.targets import load_target
     from harness.targets.base import Job
     from harness.targets.process import ChildFailed, TargetProcess
 
+    # Chat where the target speaks it, else its first API (an Anthropic-only client).
+    apis = tuple(getattr(load_target(target), "apis", None) or ("chat",))
     job = Job(
         base_url=config.base_url,
-        api="chat",
+        api="chat" if "chat" in apis else apis[0],
         stream=seq.stream,
         messages=({"role": "user", "content": echo_prompt(seq.word)},),
         model=config.model,
@@ -197,6 +200,10 @@ def _run_sequence(
         why = f"no result within the ceiling ({ceiling:.0f} s for {seq.calls} chats): killed"
         return [_sequence_failed(target, seq, "hung", why, redactor, elapsed=elapsed, extra=logged)]
     status = report.get("status")
+    if status == "not_applicable":  # the runner's own rule: the question does not apply
+        return [
+            _skipped(target, seq, str(report.get("message") or "not applicable"), False, redactor)
+        ]
     if status == "skipped":
         reason = str(report.get("message") or "skipped")
         return [_skipped(target, seq, reason, ci, redactor)]

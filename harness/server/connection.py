@@ -7,6 +7,14 @@ send buffer. It offers the socket-level moves every fault is built from -- write
 drain, sleep until an absolute deadline unless the peer goes, FIN, half-close, RST
 -- and reports ``peer_closed`` / ``peer_reset`` / ``closed`` to the timeline.
 
+Writes coalesce within one step of the writer: the first write after the writer
+resumed goes to the transport at once (a paced event is sent when it is written), and
+writes that follow it without a suspension in between (a burst of due events) are
+joined and handed to the transport together -- when the writer next waits, drains,
+flushes, closes or resets, when ``COALESCE_BYTES`` are pending, or at the latest on the
+loop's next turn. The peer receives the same bytes in the same order; a burst costs
+one ``send()`` instead of one per event.
+
 It knows nothing about HTTP, SSE or fault scripts (``wire.py`` and ``app.py`` do).
 """
 
@@ -24,6 +32,9 @@ __all__ = ["Connection", "PeerGone"]
 READ_CHUNK = 64 * 1024
 #: Unconsumed input above which the socket is paused (back-pressure on the client).
 INPUT_HIGH_WATER = 1024 * 1024
+#: Pending coalesced bytes above which they are handed to the transport at once (so its
+#: write buffer limits, and ``write_paused``, still apply to a long burst).
+COALESCE_BYTES = 64 * 1024
 
 
 class PeerGone(Exception):
@@ -61,6 +72,10 @@ class Connection(asyncio.BufferedProtocol):
         self._write_stopped = False  # write() refused: the transport was already closing
         self._drain_waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
+        self._fresh = True  # no write since the writer last resumed from a wait
+        self._out: list[bytes] = []  # coalesced writes not yet handed to the transport
+        self._out_bytes = 0
+        self._push_handle: asyncio.Handle | None = None
 
     # ------------------------------------------------------------------ protocol callbacks
 
@@ -97,6 +112,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
+        self._out.clear()
         if not self.closing:
             if isinstance(exc, ConnectionResetError):
                 self._record("peer_reset", bytes_in=self.bytes_in, bytes_out=self.bytes_out)
@@ -189,8 +205,17 @@ class Connection(asyncio.BufferedProtocol):
                 self._write_stopped = True
                 self._record("write_stopped", bytes_in=self.bytes_in, bytes_out=self.bytes_out)
             raise PeerGone("connection is closing")
-        self.transport.write(data)
         self.bytes_out += len(data)
+        if self._fresh and not self._out:  # never ahead of bytes already coalesced
+            self._fresh = False
+            self.transport.write(data)
+            return
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= COALESCE_BYTES:
+            self._push()
+        elif self._push_handle is None:
+            self._push_handle = self._loop.call_soon(self._push)
 
     @property
     def write_paused(self) -> bool:
@@ -198,6 +223,7 @@ class Connection(asyncio.BufferedProtocol):
         return self._write_paused
 
     async def drain(self) -> None:
+        self._push()
         if self.lost:
             raise PeerGone("connection is closed")
         while self._write_paused and not self.lost:
@@ -207,6 +233,7 @@ class Connection(asyncio.BufferedProtocol):
 
     async def flush(self) -> None:
         """Wait until the transport's buffer reached the kernel (before RST or close)."""
+        self._push()
         if self.transport is None or self.lost or not self.transport.get_write_buffer_size():
             return
         # Limits of 0 make the transport call pause_writing now and resume_writing
@@ -222,6 +249,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def close(self, reason: str = "closed") -> None:
         """Close with FIN (after buffered data is sent)."""
+        self._push()
         if self.transport is not None and not self.closing and not self.lost:
             self.closing = True
             self.transport.close()
@@ -232,11 +260,13 @@ class Connection(asyncio.BufferedProtocol):
 
     def half_close(self) -> None:
         """Shut down our write side (FIN); keep reading."""
+        self._push()
         if self.transport is not None and not self.lost and self.transport.can_write_eof():
             self.transport.write_eof()
 
     def reset(self, reason: str = "rst") -> None:
         """Abort with SO_LINGER 0 so the peer gets RST / ECONNRESET."""
+        self._push()  # written bytes get their send attempt before the RST, as unbuffered
         if self.transport is None or self.lost or self.closing:
             self.closing = True
             return
@@ -261,13 +291,35 @@ class Connection(asyncio.BufferedProtocol):
             self._paused = False
             self.transport.resume_reading()
 
+    def _push(self) -> None:
+        """Hand the coalesced writes to the transport (one ``write``, one ``send()``)."""
+        if self._push_handle is not None:
+            self._push_handle.cancel()
+            self._push_handle = None
+        if not self._out:
+            return
+        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+        self._out.clear()
+        self._out_bytes = 0
+        transport = self.transport
+        if transport is None or self.lost:
+            return
+        if transport.is_closing():  # a send failed meanwhile: as write() would have seen
+            if not self._write_stopped:
+                self._write_stopped = True
+                self._record("write_stopped", bytes_in=self.bytes_in, bytes_out=self.bytes_out)
+            return
+        transport.write(data)
+
     async def _wait(self, slot: str, deadline: float | None) -> bool:
+        self._push()
         fut = self._loop.create_future()
         setattr(self, slot, fut)
         handle = self._loop.call_at(deadline, _timeout, fut) if deadline is not None else None
         try:
             return await fut
         finally:
+            self._fresh = True
             setattr(self, slot, None)
             if handle is not None:
                 handle.cancel()

@@ -42,6 +42,8 @@ TARGETS: dict[str, str] = {
     "reference": "harness.targets.reference:ReferenceTarget",
     "openai-sdk": "harness.targets.openai_sdk:OpenAISDKTarget",
     "hermes": "harness.targets.hermes:HermesTarget",
+    "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
+    "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"

@@ -37,10 +37,18 @@ class OpenAISDKTarget(Target):
     def prepare(self) -> None:
         warm_up_target(self, apis=self.apis)
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
+    def make_client(self, job: Job) -> Any:
+        """The SDK client for one job (a subclass changes only this)."""
         import openai
 
-        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+        return openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+
+    def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
+        """One call of the job on ``client``, consumed to its end."""
+        return _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        client = self.make_client(job)
         results: list[CallResult] = []
         try:
             for i in range(job.calls):
@@ -48,12 +56,10 @@ class OpenAISDKTarget(Target):
                     pause_between_calls(job, log)
                 if job.rebuild_after is not None and i == job.rebuild_after:
                     client.close()
-                    client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key)
+                    client = self.make_client(job)
                     log.mark("rebuild")
                 log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(
-                    _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
-                )
+                results.append(self.one_call(client, job, log))
         finally:
             # The same client (its connection pool) after whatever happened above.
             follow_up(job, log, lambda url: _follow_up_call(client, job, url, log))

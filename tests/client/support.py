@@ -43,3 +43,37 @@ def client_sockets(server_port: int) -> list[object]:
     from harness import tcpstate
 
     return tcpstate.select(tcpstate.sockets_of_pid(os.getpid()), remote_port=server_port)
+
+
+class Driver:
+    """One face of the reference client behind a sync interface, so one fault-row table
+    runs against both drivers: ``sync`` is :class:`ReferenceClient`, ``async`` an
+    :class:`AsyncReferenceClient` on its own event loop (``asyncio.Runner``)."""
+
+    def __init__(self, kind: str, base_url: str, settings: ClientSettings) -> None:
+        import asyncio
+
+        from harness.client import AsyncReferenceClient, ReferenceClient
+
+        self.kind = kind
+        self._runner = asyncio.Runner() if kind == "async" else None
+        cls = AsyncReferenceClient if kind == "async" else ReferenceClient
+        self.client = cls(base_url, settings=settings)
+
+    def _run(self, value: object) -> object:
+        return self._runner.run(value) if self._runner is not None else value  # type: ignore[arg-type]
+
+    def complete(self, messages: object, **kwargs: object) -> object:
+        return self._run(self.client.complete(messages, **kwargs))
+
+    def close(self) -> None:
+        self._run(self.client.close())
+        if self._runner is not None:
+            self._runner.close()
+
+    @property
+    def builds(self) -> int:
+        return self.client.builds
+
+
+DRIVERS = ("sync", "async")

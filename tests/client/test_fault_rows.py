@@ -19,7 +19,7 @@ from harness.client.clock import FakeClock
 from harness.faults import script_from_dict
 from harness.relay import Relay
 
-from .support import FAST, USER, client_sockets, probe
+from .support import DRIVERS, FAST, USER, Driver, client_sockets, probe
 
 ROW_SETTINGS = FAST.replace(max_attempts=2)
 
@@ -142,7 +142,7 @@ def _final(err: errors.HarnessError) -> errors.HarnessError:
     return err.attempts[-1] if isinstance(err, errors.RetriesExhausted) else err
 
 
-def _assert_clean(client: ReferenceClient, port: int) -> None:
+def _assert_clean(client: ReferenceClient | Driver, port: int) -> None:
     states = [s.state for s in client_sockets(port)]
     assert "CLOSE_WAIT" not in states
     client.close()
@@ -150,36 +150,53 @@ def _assert_clean(client: ReferenceClient, port: int) -> None:
     assert not [t for t in threading.enumerate() if t.name == "harness-watchdog"]
 
 
-@pytest.mark.timeout(40)
+def _signature(err: errors.HarnessError) -> tuple[Any, ...]:
+    """What must not differ between the two drivers for one fault row."""
+    attempts = (
+        [type(a).__name__ for a in err.attempts] if isinstance(err, errors.RetriesExhausted) else []
+    )
+    return type(err).__name__, type(_final(err)).__name__, attempts, _final(err).deadline
+
+
+@pytest.mark.timeout(80)
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_fault_on_every_attempt_raises_the_typed_error_then_the_client_recovers(
+def test_fault_on_every_attempt_raises_the_same_typed_error_from_both_drivers_then_they_recover(
     fault_server, row: Row
 ) -> None:
+    """The drift test: one table, both drivers; the error, the attempts, the deadline
+    and how many SDK clients were built (the discard rule) must all agree."""
     port = int(fault_server.url.rsplit(":", 1)[1])
-    client = ReferenceClient(fault_server.base_url, settings=row.settings)
-    fault_server.load(_script(row))
-    with pytest.raises(errors.HarnessError) as info:
-        client.complete(USER, api=row.api, stream=row.stream)
-    err = info.value
-    assert isinstance(_final(err), row.expected), repr(err)
-    # How late a deadline ends the call is `harness bench watchdog`'s figure, not a bound here.
-    assert err.elapsed_s is not None
-    if isinstance(err, errors.RetriesExhausted):
-        assert [a.attempt for a in err.attempts] == [1, 2]
-    fault_server.load(script_from_dict(row.script or None))
-    reply = client.complete(USER, api=row.api, stream=row.stream)
-    assert reply.text == fault_server.requests()[-1].expected_text
-    _assert_clean(client, port)
+    seen: dict[str, tuple[Any, ...]] = {}
+    for kind in DRIVERS:
+        client = Driver(kind, fault_server.base_url, row.settings)
+        fault_server.load(_script(row))
+        with pytest.raises(errors.HarnessError) as info:
+            client.complete(USER, api=row.api, stream=row.stream)
+        err = info.value
+        assert isinstance(_final(err), row.expected), f"{kind}: {err!r}"
+        # How late a deadline ends the call is `harness bench watchdog`'s figure, not a bound here.
+        assert err.elapsed_s is not None
+        if isinstance(err, errors.RetriesExhausted):
+            assert [a.attempt for a in err.attempts] == [1, 2]
+        fault_server.load(script_from_dict(row.script or None))
+        reply = client.complete(USER, api=row.api, stream=row.stream)
+        assert reply.text == fault_server.requests()[-1].expected_text
+        seen[kind] = (*_signature(err), client.builds)
+        _assert_clean(client, port)
+    assert seen["sync"] == seen["async"]
 
 
 TRANSIENT = [r for r in ROWS if not r.name.startswith("comment drip, comments")]
 
 
 @pytest.mark.timeout(40)
+@pytest.mark.parametrize("kind", DRIVERS)
 @pytest.mark.parametrize("row", TRANSIENT, ids=[r.name for r in TRANSIENT])
-def test_fault_on_the_first_attempt_only_is_retried_transparently(fault_server, row: Row) -> None:
+def test_fault_on_the_first_attempt_only_is_retried_transparently(
+    fault_server, row: Row, kind: str
+) -> None:
     port = int(fault_server.url.rsplit(":", 1)[1])
-    client = ReferenceClient(fault_server.base_url, settings=row.settings)
+    client = Driver(kind, fault_server.base_url, row.settings)
     fault_server.load(_script(row, attempts=[1]))
     reply = client.complete(USER, api=row.api, stream=row.stream)
     assert reply.attempts == 2

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from harness.client import ClientSettings, errors
+from harness.client import ClientSettings
 from harness.client.clock import FakeClock
 from harness.client.deadlines import DeadlineState
 from harness.client.watchdog import AsyncWatchdog, Watchdog, owns_attempt
@@ -164,37 +164,48 @@ def test_deadline_shutdown_wakes_a_reader_blocked_on_a_silent_socket() -> None:
 
 
 @pytest.mark.timeout(20)
-def test_async_scope_raises_first_byte_timeout_and_retires_the_token() -> None:
+def test_async_first_byte_deadline_retires_the_token_and_calls_abort_on_the_loop() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         wd = AsyncWatchdog(DeadlineState(S.replace(first_byte_s=0.05), call_started_at=loop.time()))
-        seen = []
-        with pytest.raises(errors.FirstByteTimeout) as info:
-            async with wd.attempt() as token:
-                seen.append(token)
-                await asyncio.Event().wait()  # silent forever
-        assert not seen[0].alive and info.value.deadline == "first_byte_s"
-        assert info.value.attempt == 1
+        aborted = asyncio.Event()
+        with wd.attempt(aborted.set) as token:
+            await asyncio.wait_for(aborted.wait(), WAIT)  # silent until the deadline aborts
+        assert not owns_attempt(token) and token.retired_by is not None
+        assert token.retired_by.name == "first_byte_s" and token.number == 1
+        assert wd.fired[0][1] >= wd.fired[0][0].at
 
     asyncio.run(main())
 
 
 @pytest.mark.timeout(20)
-def test_async_content_reschedules_the_scope() -> None:
+def test_async_content_pushes_the_idle_deadline_back() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         wd = AsyncWatchdog(
             DeadlineState(S.replace(stream_idle_s=0.15), call_started_at=loop.time())
         )
-        events = 0
-        with pytest.raises(errors.StreamIdleTimeout):
-            async with wd.attempt():
-                for _ in range(5):  # 5 x 0.05 s = 0.25 s > 0.15 s idle, but fed each time
-                    await asyncio.sleep(0.05)
-                    wd.content()
-                    events += 1
-                await asyncio.Event().wait()
-        assert events == 5
+        aborted = asyncio.Event()
+        with wd.attempt(aborted.set) as token:
+            for _ in range(5):  # 5 x 0.05 s = 0.25 s > 0.15 s idle, but fed each time
+                await asyncio.sleep(0.05)
+                wd.content()
+                assert not aborted.is_set()
+            await asyncio.wait_for(aborted.wait(), WAIT)
+        assert token.retired_by is not None and token.retired_by.name == "stream_idle_s"
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(20)
+def test_async_attempt_that_ends_in_time_is_never_retired() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        wd = AsyncWatchdog(DeadlineState(S.replace(first_byte_s=0.05), call_started_at=loop.time()))
+        with wd.attempt(lambda: pytest.fail("aborted a finished attempt")) as token:
+            wd.content()
+        await asyncio.sleep(0.1)  # past the deadline it would have had: the timer is gone
+        assert owns_attempt(token) and wd.fired == []
 
     asyncio.run(main())
 

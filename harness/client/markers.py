@@ -1,0 +1,65 @@
+"""What one decoded SSE item means for progress and completeness, per API: pure rules.
+
+One place for the rules both faces of the stack apply -- the reference client's stream
+reading and the ``harness.guard`` transport, which watches a body it does not parse::
+
+    api        keep-alive (never progress)            terminal marker (the answer is complete)
+    chat       ``:`` comments                          ``data: [DONE]``
+    responses  ``:`` comments                          response.completed, response.incomplete
+    messages   ``:`` comments, ``ping`` events         message_stop
+
+:func:`kind_of` answers ``"comment"``, ``"content"`` or ``"terminal"`` for one item. It
+reads the SSE ``event:`` field when the server sent one (real OpenAI Responses and
+Anthropic streams always do) and parses the JSON ``type`` only when it is missing, so
+the guard's per-event cost stays a few string comparisons.
+
+Not here: collecting text or decoding payloads (``streams.py``), deadlines.
+"""
+
+from __future__ import annotations
+
+import json
+
+from harness.sse import Comment, Event
+
+__all__ = ["KEEPALIVE_EVENTS", "TERMINAL_EVENTS", "TERMINAL_MARKERS", "kind_of"]
+
+#: Event names (SSE ``event:`` field or JSON ``type``) that end a complete answer.
+TERMINAL_EVENTS: dict[str, frozenset[str]] = {
+    "chat": frozenset(),  # chat has no event names: its marker is the data line [DONE]
+    "responses": frozenset({"response.completed", "response.incomplete"}),
+    "messages": frozenset({"message_stop"}),
+}
+#: Event names that are keep-alive traffic, never progress.
+KEEPALIVE_EVENTS: dict[str, frozenset[str]] = {
+    "chat": frozenset(),
+    "responses": frozenset(),
+    "messages": frozenset({"ping"}),
+}
+#: How an error message names the missing marker.
+TERMINAL_MARKERS = {"chat": "[DONE]", "responses": "response.completed", "messages": "message_stop"}
+
+
+def kind_of(api: str, item: Event | Comment) -> str:
+    """``"comment"`` (keep-alive), ``"terminal"`` (the answer's end marker) or
+    ``"content"`` (anything else: progress) for one decoded item of an ``api`` stream."""
+    if isinstance(item, Comment):
+        return "comment"
+    if api == "chat":
+        return "terminal" if item.data.strip() == "[DONE]" else "content"
+    name = item.event if item.event else _json_type(item.data)
+    if name in TERMINAL_EVENTS[api]:
+        return "terminal"
+    if name in KEEPALIVE_EVENTS[api]:
+        return "comment"
+    return "content"
+
+
+def _json_type(data: str) -> str:
+    """The ``type`` of a JSON event payload; ``""`` when it has none or is not JSON (a
+    malformed event is the SDK's or the reader's to report, not a marker)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return ""
+    return str(doc.get("type") or "") if isinstance(doc, dict) else ""

@@ -1,0 +1,191 @@
+"""The guard under the real SDKs (openai on httpx or httpx2, anthropic on httpx2), sync
+and async, against the fault server over real sockets: each fault row ends as the
+SDK's own error class with the reference stack's typed error as its cause, within the
+deadline; a healthy call returns the full reply; one table, both faces."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from harness import guard
+from harness.client import ClientSettings, errors
+from harness.faults import script_from_dict
+
+FAST = ClientSettings(first_byte_s=0.5, stream_idle_s=0.3, stale_call_s=0.8, hard_ceiling_s=3.0)
+USER = [{"role": "user", "content": "hi"}]
+FACES = ("sync", "async")
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    fault: dict[str, Any]
+    expected: type[errors.HarnessError]
+    api: str = "chat"
+    script: dict[str, Any] | None = None
+
+
+ROWS = [
+    Row("no first byte", {"phase": "request", "action": "hang"}, errors.FirstByteTimeout),
+    Row("headers then nothing", {"phase": "headers", "action": "hang"}, errors.FirstByteTimeout),
+    Row("mid-stream stall", {"phase": "event:3", "action": "hang"}, errors.StreamIdleTimeout),
+    Row(
+        "comment drip",
+        {"phase": "event:3", "action": "drip", "interval_s": 0.05},
+        errors.StaleCall,
+    ),
+    Row("truncate chunked", {"phase": "event:3", "action": "truncate"}, errors.TruncatedStream),
+    Row(
+        "fin on a close-delimited body",
+        {"phase": "event:3", "action": "fin"},
+        errors.TruncatedStream,
+        script={"framing": "close"},
+    ),
+    Row("rst mid-stream", {"phase": "event:3", "action": "rst"}, errors.PeerReset),
+    Row(
+        "responses stall",
+        {"phase": "event:5", "action": "hang"},
+        errors.StreamIdleTimeout,
+        api="responses",
+    ),
+    Row(
+        "responses truncated after text",
+        {"phase": "event:6", "action": "truncate"},
+        errors.TruncatedStream,
+        api="responses",
+    ),
+    Row(
+        "messages ping drip",
+        {"phase": "event:4", "action": "drip", "interval_s": 0.05},
+        errors.StaleCall,
+        api="messages",
+    ),
+    Row(
+        "messages truncated before message_stop",
+        {"phase": "event:12", "action": "truncate"},
+        errors.TruncatedStream,
+        api="messages",
+    ),
+]
+
+
+def _sdk(api: str, face: str, base_url: str, settings: ClientSettings) -> Any:
+    if api == "messages":
+        make = guard.async_http_client if face == "async" else guard.http_client
+        cls = anthropic.AsyncAnthropic if face == "async" else anthropic.Anthropic
+        root = base_url.removesuffix("/v1")  # the Anthropic SDK adds /v1/messages itself
+        return cls(base_url=root, api_key="k", http_client=make(anthropic, settings=settings))
+    make = guard.async_http_client if face == "async" else guard.http_client
+    cls = openai.AsyncOpenAI if face == "async" else openai.OpenAI
+    return cls(base_url=base_url, api_key="k", http_client=make(openai, settings=settings))
+
+
+async def _acall(client: Any, api: str) -> str:
+    if api == "chat":
+        stream = await client.chat.completions.create(model="m", messages=USER, stream=True)
+        return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    if api == "responses":
+        stream = await client.responses.create(model="m", input=USER, stream=True)
+        return "".join([e.delta async for e in stream if e.type == "response.output_text.delta"])
+    stream = await client.messages.create(model="m", messages=USER, max_tokens=64, stream=True)
+    return "".join(
+        [e.delta.text async for e in stream if e.type == "content_block_delta"]  # text only here
+    )
+
+
+def _call(client: Any, api: str, face: str) -> str:
+    """One streamed call, consumed to its end the way a naive agent loop does."""
+    if face == "async":
+
+        async def run() -> str:
+            try:
+                return await _acall(client, api)
+            finally:
+                await client.close()
+
+        return asyncio.run(run())
+    try:
+        if api == "chat":
+            stream = client.chat.completions.create(model="m", messages=USER, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        if api == "responses":
+            stream = client.responses.create(model="m", input=USER, stream=True)
+            return "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        stream = client.messages.create(model="m", messages=USER, max_tokens=64, stream=True)
+        return "".join(e.delta.text for e in stream if e.type == "content_block_delta")
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_fault_ends_as_the_sdks_own_error_with_the_typed_cause(fault_server, row, face) -> None:
+    fault_server.load(script_from_dict({**(row.script or {}), "rules": [{"fault": row.fault}]}))
+    with pytest.raises(Exception) as info:
+        _call(_sdk(row.api, face, fault_server.base_url, FAST), row.api, face)
+    err = info.value
+    typed = guard.typed_cause(err)
+    assert isinstance(typed, row.expected), repr(err)
+    sdk_errors = (openai.APIError, anthropic.APIError)
+    http_errors = (
+        guard.library_of(openai).TransportError,
+        guard.library_of(anthropic).TransportError,
+    )
+    # the SDK's own class, or the library's transport class (a bare error from a stream)
+    assert isinstance(err, sdk_errors + http_errors), type(err).__mro__
+    assert typed.elapsed_s is not None and typed.elapsed_s < FAST.hard_ceiling_s
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+def test_a_healthy_stream_returns_the_full_reply(fault_server, api, face) -> None:
+    relaxed = FAST.replace(
+        first_byte_s=10.0, stream_idle_s=10.0, stale_call_s=10.0, hard_ceiling_s=20.0
+    )
+    text = _call(_sdk(api, face, fault_server.base_url, relaxed), api, face)
+    assert text == fault_server.requests()[-1].expected_text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("face", FACES)
+def test_a_first_byte_stall_is_retried_by_the_sdk_and_then_succeeds(fault_server, face) -> None:
+    """The guard raises a transport error the SDK retries on its own (its max_retries)."""
+    rule = {"match": {"attempts": [1]}, "fault": {"phase": "request", "action": "hang"}}
+    fault_server.load(script_from_dict({"rules": [rule]}))
+    text = _call(_sdk("chat", face, fault_server.base_url, FAST), "chat", face)
+    assert text == fault_server.requests()[-1].expected_text
+    assert len(fault_server.requests()) == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_retry_after_beyond_the_ceiling_is_raised_at_once_not_slept(fault_server) -> None:
+    rule = {"fault": {"phase": "request", "action": "status", "code": 429, "retry_after_s": 30}}
+    fault_server.load(script_from_dict({"rules": [rule]}))
+    with pytest.raises(openai.RateLimitError):
+        _call(_sdk("chat", "sync", fault_server.base_url, FAST), "chat", "sync")
+    assert len(fault_server.requests()) == 1  # the SDK's own retry was switched off
+
+
+@pytest.mark.timeout(60)
+def test_the_hard_ceiling_spans_the_sdks_retries(fault_server) -> None:
+    """Three attempts that each stall: the call ends at its one ceiling (plus the SDK's
+    own backoff), not at three ceilings."""
+    fault_server.load(
+        script_from_dict({"rules": [{"fault": {"phase": "request", "action": "hang"}}]})
+    )
+    settings = FAST.replace(first_byte_s=None, stale_call_s=None, hard_ceiling_s=0.6)
+    with pytest.raises(openai.APITimeoutError) as info:
+        _call(_sdk("chat", "sync", fault_server.base_url, settings), "chat", "sync")
+    typed = guard.typed_cause(info.value)
+    assert isinstance(typed, errors.HardCeiling) and typed.attempt == 3
+    # measured from the first attempt's start: past the ceiling and the SDK's two backoff
+    # waits (a per-request ceiling would have given attempt 3 a fresh 0.6 s of its own)
+    assert typed.elapsed_s is not None and typed.elapsed_s >= 2 * 0.6
