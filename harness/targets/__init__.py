@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
 
 __all__ = [
+    "COMMAND_PREFIX",
     "ENTRY_POINT_GROUP",
     "MUTANT_PREFIX",
     "TARGETS",
@@ -50,6 +51,8 @@ ENTRY_POINT_GROUP = "harness.targets"
 #: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
 #: no expectations of their own and are judged by the ``reference`` expectation.
 MUTANT_PREFIX = "mutant:"
+#: ``command:PATH`` runs any program as a target (``harness.targets.command``).
+COMMAND_PREFIX = "command:"
 
 
 def registered_targets() -> dict[str, str]:
@@ -65,7 +68,11 @@ def allowed_targets() -> str:
 
 def is_target(name: str) -> bool:
     """True for a registered name, a ``mutant:`` name or a ``package.module:Class`` path."""
-    return name in registered_targets() or name.startswith(MUTANT_PREFIX) or _is_path(name)
+    return (
+        name in registered_targets()
+        or name.startswith((MUTANT_PREFIX, COMMAND_PREFIX))
+        or _is_path(name)
+    )
 
 
 def load_target(name: str) -> type[Target]:
@@ -81,6 +88,10 @@ def load_target(name: str) -> type[Target]:
         from harness.targets.mutants import load_mutant_target
 
         return load_mutant_target(name)
+    if name.startswith(COMMAND_PREFIX):
+        from harness.targets.command import load_command_target
+
+        return load_command_target(name)
     registered = registered_targets()
     if name not in registered and not _is_path(name):
         raise ValueError(f"unknown target {name!r}; allowed: {allowed_targets()}")
