@@ -45,6 +45,7 @@ TARGETS: dict[str, str] = {
     "hermes": "harness.targets.hermes:HermesTarget",
     "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
     "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
+    "anthropic-sdk": "harness.targets.anthropic_sdk:AnthropicSDKTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"
