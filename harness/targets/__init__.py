@@ -46,6 +46,9 @@ TARGETS: dict[str, str] = {
     "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
     "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
     "anthropic-sdk": "harness.targets.anthropic_sdk:AnthropicSDKTarget",
+    "litellm": "harness.targets.litellm_sdk:LiteLLMTarget",
+    "litellm-proxy": "harness.targets.litellm_proxy:LiteLLMProxyReferenceTarget",
+    "litellm-proxy+openai-sdk": "harness.targets.litellm_proxy:LiteLLMProxySDKTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"
