@@ -82,9 +82,10 @@ def is_target(name: str) -> bool:
 def load_target(name: str) -> type[Target]:
     """The target class for ``name``; ValueError names the allowed values.
 
-    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``; a
-    ``module:Class`` path is imported as it is (ImportError / AttributeError propagate,
-    so a broken target module is never mistaken for an unknown name).
+    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``;
+    ``command:PATH`` by ``harness.targets.command``; a ``module:Class`` path is imported
+    as it is (ImportError / AttributeError propagate, so a broken target module is never
+    mistaken for an unknown name).
     """
     if name.startswith(MUTANT_PREFIX):
         # harness.targets.mutants, not its re-export harness.mutants: that sits in a

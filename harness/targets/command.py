@@ -138,6 +138,11 @@ class CommandTarget(Target):
     def __init__(self) -> None:
         self._guardian: subprocess.Popen[bytes] | None = None
 
+    @classmethod
+    def command(cls) -> list[str]:
+        # The class is made per path: the child rebuilds it from the name, not an import path.
+        return [sys.executable, "-m", "harness.targets.child", cls.name]
+
     def prepare(self) -> None:
         # Orphans of the program re-parent to this process, so they stay in the tree the
         # runner counts, and this process can reap them.
