@@ -49,6 +49,8 @@ TARGETS: dict[str, str] = {
     "litellm": "harness.targets.litellm_sdk:LiteLLMTarget",
     "litellm-proxy": "harness.targets.litellm_proxy:LiteLLMProxyReferenceTarget",
     "litellm-proxy+openai-sdk": "harness.targets.litellm_proxy:LiteLLMProxySDKTarget",
+    "langchain-openai": "harness.targets.langchain_openai:LangChainOpenAITarget",
+    "openai-agents": "harness.targets.openai_agents:OpenAIAgentsTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.targets.base import (
     CallResult,
@@ -84,6 +84,8 @@ class LiteLLMTarget(Target):
     name = "litellm"
     apis = ("chat", "messages")
     reusable = True
+    #: Importing litellm takes seconds (tens on a busy machine): wait longer for ``ready``.
+    start_s: ClassVar[float] = 180.0
 
     @classmethod
     def command(cls) -> list[str]:
