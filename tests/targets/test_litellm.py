@@ -2,7 +2,7 @@
 
 The cases run once in a module fixture on one reused child (importing litellm costs
 seconds); each test asserts one case. They skip without ``.cache/litellm-venv`` and fail
-instead when ``CI`` is set.
+instead when ``CI`` and ``HARNESS_EXTRA_TARGETS=1`` are set.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def test_route_sends_chat_to_the_openai_base_and_messages_to_the_server_root():
 def results():
     reason = litellm_unavailable()
     if reason is not None:
-        if read_environment().ci:
+        env = read_environment()
+        if env.ci and env.extra_targets:
             pytest.fail(f"litellm must run in CI: {reason}")
         pytest.skip(reason)
     scenarios = [
