@@ -99,7 +99,7 @@ def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
         message = json.loads(line)
         if message.get("cmd") == "begin":
             host, port = message["upstream"]
-            relay.upstream = (str(host), int(port))
+            relay.set_upstream((str(host), int(port)))
             sampler = _Sampler(proxy_port=proxy_port)
             begun_t = time.monotonic()
             sampler.start()

@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.targets.base import DEFAULT_API_KEY
-
 __all__ = [
     "DEFAULT_SAMPLE_INTERVAL_S",
     "GATEWAY_START_S",
@@ -72,7 +70,11 @@ class GatewayError(RuntimeError):
     """The gateway process did not start, or broke its protocol; carries what it said."""
 
 
-def proxy_config(api_base: str, *, api_key: str = DEFAULT_API_KEY) -> dict[str, Any]:
+#: The key the proxy sends upstream (the fault server accepts any; never a real secret).
+UPSTREAM_API_KEY = "sk-harness-local-test"
+
+
+def proxy_config(api_base: str, *, api_key: str = UPSTREAM_API_KEY) -> dict[str, Any]:
     """The proxy's config (JSON is YAML): every model name goes to ``api_base`` as an
     OpenAI-compatible provider; nothing else is set, so LiteLLM's defaults apply."""
     return {
