@@ -72,6 +72,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 #: exiting) it SIGKILLs every group still listed. Stdlib only, so it starts fast.
 _GUARDIAN = """
 import os, signal, sys
+print("up", flush=True)
 groups = set()
 for line in sys.stdin:
     sign, pgid = line[:1], int(line[1:])
@@ -149,8 +150,15 @@ class CommandTarget(Target):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         self._guardian = subprocess.Popen(
-            [sys.executable, "-I", "-c", _GUARDIAN], stdin=subprocess.PIPE, close_fds=True
+            [sys.executable, "-I", "-c", _GUARDIAN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
         )
+        # Wait until it is up: the leak baseline must not catch it half-started.
+        assert self._guardian.stdout is not None
+        self._guardian.stdout.readline()
+        self._guardian.stdout.close()
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         texts: list[str] = []
