@@ -144,7 +144,7 @@ def test_shipped_overlays_validate_against_the_catalog():
 def test_a_file_for_a_target_outside_the_run_is_an_error(tmp_path):
     path = overlay(tmp_path, 'target = "other"\n')
     with pytest.raises(ScenarioError, match="not a target of this run"):
-        overlays_for(["my-agent"], [path], scenarios=NAMES, shipped_dir=tmp_path / "none")
+        overlays_for(["my-agent"], [path], scenarios=NAMES)
 
 
 def test_render_keeps_only_the_target_and_leaves_skipped_cases_out():
