@@ -20,6 +20,8 @@ Variables:
                                      (``check_time_scale``: > 0 and <= 100)
 ``HARNESS_TOXIPROXY_BIN``            path to the Toxiproxy server binary
 ``HARNESS_HERMES_PYTHON``            python of the hermes-agent virtualenv
+``HARNESS_EXTRA_TARGETS``            "1": ci/setup builds the litellm / langchain / agents
+                                     venvs, and their tests must run (fail on CI if missing)
 ==================================  =====================================================
 """
 
@@ -84,6 +86,7 @@ class Environment:
     time_scale: float | None = None
     toxiproxy_bin: str | None = None
     hermes_python: str | None = None
+    extra_targets: bool = False
 
     @property
     def live_enabled(self) -> bool:
@@ -104,6 +107,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         time_scale=_time_scale(env, "HARNESS_TIME_SCALE"),
         toxiproxy_bin=(env.get("HARNESS_TOXIPROXY_BIN") or "").strip() or None,
         hermes_python=(env.get("HARNESS_HERMES_PYTHON") or "").strip() or None,
+        extra_targets=(env.get("HARNESS_EXTRA_TARGETS") or "").strip() == "1",
     )
 
 

@@ -6,7 +6,9 @@ A socket in CLOSE-WAIT is one the peer closed and the process never did -- the
 signature of hermes-agent #10324.
 
 Linux only; elsewhere :func:`snapshot` returns None and leaks are reported as unknown.
-The socket table is read with :mod:`harness.tcpstate`.
+The socket table is read with :mod:`harness.tcpstate`. A snapshot covers the process and
+its descendants (a ``command:`` target's program and whatever it forks), so a leak is
+counted wherever in the tree it sits.
 
 Not here: deciding what a leak means for an outcome (``harness.runner``).
 """
@@ -62,17 +64,22 @@ class Leaks:
         return " ".join(parts)
 
 
+#: A bound on the processes one snapshot walks (a fork bomb must not stall the runner).
+MAX_TREE_PROCESSES = 256
+
+
 def snapshot(pid: int, *, proc: Path = Path("/proc")) -> ProcessSnapshot | None:
-    """Read ``pid``'s descriptors, threads and socket states; None if unreadable or gone."""
-    base = proc / str(pid)
+    """Read the descriptors, threads and socket states of ``pid`` and its descendants;
+    None if ``pid`` is unreadable or gone (a descendant that exits meanwhile is skipped)."""
     try:
-        fd_targets = []
-        for entry in os.scandir(base / "fd"):
+        fd_targets, threads = _process_holdings(proc / str(pid))
+        for child in _descendants(pid, proc=proc):
             try:
-                fd_targets.append(os.readlink(entry.path))
-            except FileNotFoundError:  # closed while we listed
-                continue
-        threads = len(os.listdir(base / "task"))
+                child_fds, child_threads = _process_holdings(proc / str(child))
+            except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
+                continue  # exited between the listing and the read
+            fd_targets += child_fds
+            threads += child_threads
         inodes = {int(t[len("socket:[") : -1]) for t in fd_targets if t.startswith("socket:[")}
         sockets = tcpstate.snapshot(netns_pid=pid, inodes=inodes, proc=str(proc)) if inodes else []
     except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
@@ -81,6 +88,40 @@ def snapshot(pid: int, *, proc: Path = Path("/proc")) -> ProcessSnapshot | None:
         return None
     states = [s.state for s in sockets]
     return ProcessSnapshot(fds=len(fd_targets), threads=threads, tcp_states=tuple(sorted(states)))
+
+
+def _process_holdings(base: Path) -> tuple[list[str], int]:
+    """One process's descriptor targets and thread count."""
+    fd_targets = []
+    for entry in os.scandir(base / "fd"):
+        try:
+            fd_targets.append(os.readlink(entry.path))
+        except FileNotFoundError:  # closed while we listed
+            continue
+    return fd_targets, len(os.listdir(base / "task"))
+
+
+def _descendants(pid: int, *, proc: Path) -> list[int]:
+    """Every live descendant of ``pid`` (from ``/proc/<pid>/task/<tid>/children``),
+    breadth first, at most ``MAX_TREE_PROCESSES``."""
+    found: list[int] = []
+    queue = [pid]
+    while queue and len(found) < MAX_TREE_PROCESSES:
+        parent = queue.pop(0)
+        try:
+            tasks = os.listdir(proc / str(parent) / "task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                text = (proc / str(parent) / "task" / tid / "children").read_text()
+            except OSError:
+                continue
+            for child in (int(c) for c in text.split()):
+                if child not in found and len(found) < MAX_TREE_PROCESSES:
+                    found.append(child)
+                    queue.append(child)
+    return found
 
 
 def leaks_between(before: ProcessSnapshot | None, after: ProcessSnapshot | None) -> Leaks | None:

@@ -117,7 +117,9 @@ def _run_in_child(
     started_t: float | None = None
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
-        child.wait_ready(time.monotonic() + CHILD_START_S)
+        # A target that starts a server of its own (a gateway) may need longer.
+        start_s = max(CHILD_START_S, float(getattr(load_target(child.target), "start_s", 0.0)))
+        child.wait_ready(time.monotonic() + start_s)
         baseline = snapshot(child.pid)
         if scenario.backend == "kernel":
             net.watch(child.pid)

@@ -123,6 +123,12 @@ class Relay:
     def mode(self) -> str:
         return self._mode.name
 
+    def set_upstream(self, upstream: tuple[str, int]) -> None:
+        """Send connections accepted from now on to ``upstream`` (open ones keep theirs),
+        e.g. a gateway in front of whichever fault server the next case uses."""
+        self.upstream = (str(upstream[0]), int(upstream[1]))
+        self._sampler.upstream_port = self.upstream[1]
+
     def set_mode(self, mode: str, *, idle_cut_s: float | None = None) -> None:
         """Switch mode for every open and future connection; returns once applied."""
         new = dataclasses.replace(

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
 
 __all__ = [
+    "COMMAND_PREFIX",
     "ENTRY_POINT_GROUP",
     "MUTANT_PREFIX",
     "TARGETS",
@@ -44,12 +45,20 @@ TARGETS: dict[str, str] = {
     "hermes": "harness.targets.hermes:HermesTarget",
     "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
     "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
+    "anthropic-sdk": "harness.targets.anthropic_sdk:AnthropicSDKTarget",
+    "litellm": "harness.targets.litellm_sdk:LiteLLMTarget",
+    "litellm-proxy": "harness.targets.litellm_proxy:LiteLLMProxyReferenceTarget",
+    "litellm-proxy+openai-sdk": "harness.targets.litellm_proxy:LiteLLMProxySDKTarget",
+    "langchain-openai": "harness.targets.langchain_openai:LangChainOpenAITarget",
+    "openai-agents": "harness.targets.openai_agents:OpenAIAgentsTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"
 #: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
 #: no expectations of their own and are judged by the ``reference`` expectation.
 MUTANT_PREFIX = "mutant:"
+#: ``command:PATH`` runs any program as a target (``harness.targets.command``).
+COMMAND_PREFIX = "command:"
 
 
 def registered_targets() -> dict[str, str]:
@@ -65,15 +74,20 @@ def allowed_targets() -> str:
 
 def is_target(name: str) -> bool:
     """True for a registered name, a ``mutant:`` name or a ``package.module:Class`` path."""
-    return name in registered_targets() or name.startswith(MUTANT_PREFIX) or _is_path(name)
+    return (
+        name in registered_targets()
+        or name.startswith((MUTANT_PREFIX, COMMAND_PREFIX))
+        or _is_path(name)
+    )
 
 
 def load_target(name: str) -> type[Target]:
     """The target class for ``name``; ValueError names the allowed values.
 
-    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``; a
-    ``module:Class`` path is imported as it is (ImportError / AttributeError propagate,
-    so a broken target module is never mistaken for an unknown name).
+    ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``;
+    ``command:PATH`` by ``harness.targets.command``; a ``module:Class`` path is imported
+    as it is (ImportError / AttributeError propagate, so a broken target module is never
+    mistaken for an unknown name).
     """
     if name.startswith(MUTANT_PREFIX):
         # harness.targets.mutants, not its re-export harness.mutants: that sits in a
@@ -81,6 +95,10 @@ def load_target(name: str) -> type[Target]:
         from harness.targets.mutants import load_mutant_target
 
         return load_mutant_target(name)
+    if name.startswith(COMMAND_PREFIX):
+        from harness.targets.command import load_command_target
+
+        return load_command_target(name)
     registered = registered_targets()
     if name not in registered and not _is_path(name):
         raise ValueError(f"unknown target {name!r}; allowed: {allowed_targets()}")

@@ -1,0 +1,204 @@
+"""The LiteLLM gateway process: a real LiteLLM proxy server plus the leg sampler.
+
+Run with LiteLLM's virtualenv python (``python -m harness.gateway.litellm_main``) by
+:class:`harness.gateway.litellm_proxy.Gateway`. It
+
+1. starts a :class:`harness.relay.Relay` in ``pass`` mode on a free loopback port: the
+   proxy's fixed upstream, re-pointed at each job's fault server (``begin``), so one
+   proxy serves every case of a target child however often the runner moves it;
+2. writes the proxy's config (:func:`harness.gateway.litellm_proxy.proxy_config`) and
+   starts ``litellm --config ... --host 127.0.0.1 --port P``, waiting for uvicorn's
+   "running" line on its output (a drain thread keeps reading it);
+3. answers JSON lines on stdin: ``{"cmd": "begin", "upstream": [host, port]}`` starts a
+   job (and the sampler), ``{"cmd": "end"}`` returns the job's leg timeline;
+4. at EOF on stdin (its target child exited or was killed) stops the proxy and exits.
+
+The sampler reads the kernel's TCP table (:mod:`harness.tcpstate`) on a bounded schedule
+and records a ``tcp`` event whenever the client leg's states change: ``client`` (the
+target's socket to the proxy) and ``proxy_in`` (the proxy's accepted socket). The
+upstream leg comes from the relay's own timeline, sampled on each of its events: its
+``client`` socket is the proxy's upstream socket (``proxy_out``), its ``upstream`` the
+fault server's (``provider``).
+
+Not here: the parent side (``harness.gateway.litellm_proxy``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness import tcpstate
+from harness.gateway.litellm_proxy import (
+    CLIENT_LEGS,
+    DEFAULT_SAMPLE_INTERVAL_S,
+    MAX_SAMPLES,
+    READY_MARKERS,
+    free_port,
+    proxy_config,
+)
+from harness.relay import Relay
+
+__all__ = ["main"]
+
+#: How long the proxy may take to say it is running (a cold import on a busy machine).
+PROXY_START_S = 240.0
+#: Lines of the proxy's output kept for an error message.
+_OUTPUT_LINES = 40
+
+
+def main() -> int:
+    proto: TextIO = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr
+    relay = Relay(upstream=("127.0.0.1", 9), mode="pass")
+    relay.start()
+    proxy_port = free_port()
+    with tempfile.TemporaryDirectory(prefix="harness-litellm-") as scratch:
+        config = Path(scratch) / "config.yaml"
+        config.write_text(json.dumps(proxy_config(relay.base_url)), encoding="utf-8")
+        proxy = _start_proxy(config, proxy_port)
+        try:
+            output = _Drain(proxy)
+            if not output.ready.wait(PROXY_START_S):
+                _send(proto, {"event": "fatal", "message": f"proxy not ready: {output.tail()}"})
+                return 1
+            _send(
+                proto,
+                {
+                    "event": "ready",
+                    "url": f"http://127.0.0.1:{proxy_port}",
+                    "proxy_port": proxy_port,
+                    "relay_port": relay.port,
+                    "proxy_pid": proxy.pid,
+                },
+            )
+            _serve(proto, relay, proxy_port)
+        finally:
+            proxy.terminate()
+            try:
+                proxy.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                proxy.wait()
+            relay.close()
+    return 0
+
+
+def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
+    sampler: _Sampler | None = None
+    begun_t = 0.0
+    for line in sys.stdin:  # EOF: the target child is gone
+        message = json.loads(line)
+        if message.get("cmd") == "begin":
+            host, port = message["upstream"]
+            relay.set_upstream((str(host), int(port)))
+            sampler = _Sampler(proxy_port=proxy_port)
+            begun_t = time.monotonic()
+            sampler.start()
+            _send(proto, {"event": "begun", "t": begun_t})
+        elif message.get("cmd") == "end":
+            events = sampler.stop() if sampler is not None else []
+            sampler = None
+            # The relay samples its legs on every event of its own (accepted, upstream_fin,
+            # closed ...): its "client" leg is the proxy's upstream socket.
+            relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
+            _send(proto, {"event": "ended", "events": events, "relay": relayed})
+        else:
+            return
+
+
+def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:
+    litellm_cli = Path(sys.executable).with_name("litellm")
+    return subprocess.Popen(
+        [str(litellm_cli), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+    )
+
+
+class _Drain:
+    """Reads the proxy's output for ever (so it never blocks on a full pipe); sets
+    ``ready`` at uvicorn's "running" line."""
+
+    def __init__(self, proxy: subprocess.Popen[bytes]) -> None:
+        self.ready = threading.Event()
+        self._lines: deque[str] = deque(maxlen=_OUTPUT_LINES)
+        self._proxy = proxy
+        threading.Thread(target=self._run, name="litellm-output", daemon=True).start()
+
+    def _run(self) -> None:
+        assert self._proxy.stdout is not None
+        for raw in self._proxy.stdout:
+            line = raw.decode("utf-8", "replace").rstrip()
+            self._lines.append(line)
+            if any(marker in line for marker in READY_MARKERS):
+                self.ready.set()
+        self._lines.append(f"(proxy exited with {self._proxy.wait()})")
+
+    def tail(self) -> str:
+        return " / ".join(self._lines)
+
+
+class _Sampler:
+    """Samples the legs' TCP states until :meth:`stop`; keeps only changes."""
+
+    def __init__(self, *, proxy_port: int) -> None:
+        self._proxy_port = proxy_port
+        self._stop = threading.Event()
+        self._events: list[dict[str, Any]] = []
+        self._thread = threading.Thread(target=self._run, name="leg-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        self._thread.join()
+        return self._events
+
+    def _run(self) -> None:
+        last: dict[str, str] | None = None
+        for _ in range(MAX_SAMPLES):
+            states = self._sample()
+            if states != last:
+                self._events.append({"t": time.monotonic(), "states": states})
+                last = states
+            # The sampling schedule of a measurement, like the relay's (not synchronisation).
+            if self._stop.wait(DEFAULT_SAMPLE_INTERVAL_S):
+                break
+        final = self._sample()
+        if final != last:
+            self._events.append({"t": time.monotonic(), "states": final})
+
+    def _sample(self) -> dict[str, str]:
+        """The client leg's two ends (TIME_WAIT leftovers of earlier connections left out)."""
+        port = self._proxy_port
+        try:
+            table = tcpstate.snapshot(ports={port})
+        except tcpstate.TcpStateError as exc:
+            return {"error": str(exc)}
+        live = [s for s in table if s.state != "TIME_WAIT" and s.remote_port]
+        picks = {
+            "client": [s for s in live if s.remote_port == port],
+            "proxy_in": [s for s in live if s.local_port == port],
+        }
+        return {leg: ",".join(sorted(s.state for s in picks[leg])) or "-" for leg in CLIENT_LEGS}
+
+
+def _send(proto: TextIO, message: dict[str, Any]) -> None:
+    proto.write(json.dumps(message) + "\n")
+    proto.flush()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,268 @@
+"""The LiteLLM proxy as a gateway: its config, the gateway process handle, the legs' summary.
+
+:class:`Gateway` starts ``python -m harness.gateway.litellm_main`` (LiteLLM's own
+virtualenv), which runs a real LiteLLM proxy server on a free 127.0.0.1 port with a
+generated config (:func:`proxy_config`) whose only route sends every model to the fault
+server through a pass-through relay (the re-pointable upstream; see
+:mod:`harness.gateway.litellm_main`). The gateway process is started in its own
+session and re-parented away (``setsid -f``), so it is *not* in the target child's
+process tree: the runner's leak count stays the client's, as with the relay and
+Toxiproxy. It exits when the target child's end of its stdin closes, whether the child
+exited or was killed at the ceiling.
+
+Per job: :meth:`Gateway.begin` points the relay at the job's fault server and starts
+sampling the legs' kernel TCP states; :meth:`Gateway.end` returns the ``tcp`` events
+(changes only), and :func:`summarize` measures the middlebox shape: how long the
+proxy's upstream socket sat in CLOSE_WAIT while the client's leg stayed ESTABLISHED.
+
+LiteLLM proxy defaults that apply (litellm 1.108, ``router.py`` / ``constants.py``):
+the Router's ``num_retries`` is ``openai.DEFAULT_MAX_RETRIES`` (2) and its ``timeout``
+``litellm.request_timeout`` (6000 s); no stream timeout unless configured.
+
+Not here: the targets (``harness.targets.litellm_proxy``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_SAMPLE_INTERVAL_S",
+    "GATEWAY_START_S",
+    "CLIENT_LEGS",
+    "LEGS",
+    "JobLegs",
+    "MAX_SAMPLES",
+    "READY_MARKERS",
+    "Gateway",
+    "GatewayError",
+    "free_port",
+    "proxy_config",
+    "summarize",
+]
+
+#: The four sockets of a proxied call: the client leg's two ends (sampled by the gateway)
+#: and the upstream leg's (the relay's "client" and "upstream" legs).
+LEGS = ("client", "proxy_in", "proxy_out", "provider")
+CLIENT_LEGS = LEGS[:2]
+_RELAY_LEG_NAMES = {"client": "proxy_out", "upstream": "provider"}
+DEFAULT_SAMPLE_INTERVAL_S = 0.05
+#: Samples per job at most (``DEFAULT_SAMPLE_INTERVAL_S`` apart: 100 s of a job).
+MAX_SAMPLES = 2000
+#: What uvicorn prints once the proxy accepts connections.
+READY_MARKERS = ("Uvicorn running on", "Application startup complete")
+#: A cold LiteLLM proxy import on a busy 2-core machine takes tens of seconds.
+GATEWAY_START_S = 240.0
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class GatewayError(RuntimeError):
+    """The gateway process did not start, or broke its protocol; carries what it said."""
+
+
+#: The key the proxy sends upstream (the fault server accepts any; never a real secret).
+UPSTREAM_API_KEY = "sk-harness-local-test"
+
+
+def proxy_config(api_base: str, *, api_key: str = UPSTREAM_API_KEY) -> dict[str, Any]:
+    """The proxy's config (JSON is YAML): every model name goes to ``api_base`` as an
+    OpenAI-compatible provider; nothing else is set, so LiteLLM's defaults apply."""
+    return {
+        "model_list": [
+            {
+                "model_name": "*",
+                "litellm_params": {"model": "openai/*", "api_base": api_base, "api_key": api_key},
+            }
+        ],
+    }
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (the proxy binds it by number)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class Gateway:
+    """A running gateway process. :meth:`start`, then ``begin``/``end`` per job."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], *, master_key: str = "") -> None:
+        self._popen = popen
+        #: The proxy's ``master_key``: clients send it as their API key (never logged).
+        self.master_key = master_key
+        self._selector = selectors.DefaultSelector()
+        assert popen.stdout is not None
+        self._selector.register(popen.stdout, selectors.EVENT_READ)
+        self._buffer = b""
+        self.url = ""
+        self.proxy_pid = 0
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    @classmethod
+    def start(
+        cls, *, python: Path, env: Mapping[str, str], timeout_s: float = GATEWAY_START_S
+    ) -> Gateway:
+        """Start the gateway with ``python`` (LiteLLM's venv) and wait for its ``ready``.
+
+        The proxy refuses to start without a master key (an unauthenticated proxy): a
+        fresh random one is made here and handed over in the environment."""
+        master_key = "sk-" + secrets.token_hex(32)
+        child_env = {
+            **env,
+            "PYTHONPATH": str(_PROJECT_ROOT),
+            "PYTHONUNBUFFERED": "1",
+            "LITELLM_MASTER_KEY": master_key,
+        }
+        popen = subprocess.Popen(
+            ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=child_env,
+            close_fds=True,
+        )
+        gateway = cls(popen, master_key=master_key)
+        try:
+            ready = gateway._expect(("ready",), time.monotonic() + timeout_s)
+        except GatewayError:
+            gateway.close()
+            raise
+        finally:
+            popen.wait()  # setsid -f exits at once; the gateway runs on, re-parented
+        gateway.url = str(ready["url"])
+        gateway.proxy_pid = int(ready["proxy_pid"])
+        return gateway
+
+    def close(self) -> None:
+        """Close the gateway's stdin: it stops the proxy and exits (idempotent)."""
+        for stream in (self._popen.stdin, self._popen.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass  # a broken pipe: the gateway is already gone
+        self._selector.close()
+
+    def begin(self, upstream: tuple[str, int], *, timeout_s: float = 10.0) -> float:
+        """Point the relay at ``upstream`` and start sampling; returns the start time."""
+        self._write({"cmd": "begin", "upstream": list(upstream)})
+        return float(self._expect(("begun",), time.monotonic() + timeout_s)["t"])
+
+    def end(self, *, timeout_s: float = 10.0) -> JobLegs:
+        """Stop sampling; the job's leg timeline."""
+        self._write({"cmd": "end"})
+        message = self._expect(("ended",), time.monotonic() + timeout_s)
+        return JobLegs(samples=list(message["events"]), relay=list(message["relay"]))
+
+    # ----------------------------------------------------------------- helpers
+
+    def _write(self, message: Mapping[str, Any]) -> None:
+        assert self._popen.stdin is not None
+        try:
+            self._popen.stdin.write((json.dumps(message) + "\n").encode())
+            self._popen.stdin.flush()
+        except OSError as exc:
+            raise GatewayError(f"the gateway is gone: {exc}") from exc
+
+    def _expect(self, events: Sequence[str], deadline: float) -> dict[str, Any]:
+        assert self._popen.stdout is not None
+        fd = self._popen.stdout.fileno()
+        while True:
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._selector.select(remaining):
+                    raise GatewayError(f"the gateway sent no {'/'.join(events)} in time")
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise GatewayError("the gateway exited")
+                self._buffer += chunk
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            message = json.loads(line)
+            if message.get("event") == "fatal":
+                raise GatewayError(str(message.get("message", ""))[:1000])
+            if message.get("event") in events:
+                return message
+
+
+@dataclass(frozen=True)
+class JobLegs:
+    """One job's legs: the gateway's client-leg samples (``{"t", "states"}``, changes
+    only) and the relay's events (:meth:`harness.relay.RelayEvent.to_dict`)."""
+
+    samples: list[dict[str, Any]]
+    relay: list[dict[str, Any]]
+
+    def timeline(self) -> list[tuple[float, str, str]]:
+        """Client events: ``tcp`` lines with every leg's state at each change, and the
+        relay's own events (``upstream_fin``, ``closed`` ...) as ``relay:<kind>``."""
+        out = []
+        for t, states in self.states():
+            out.append((t, "tcp", " | ".join(f"{leg}={states[leg]}" for leg in LEGS)))
+        for e in self.relay:
+            if e["kind"] not in ("tcp", "bytes_down", "bytes_up"):
+                out.append((float(e["t"]), f"relay:{e['kind']}", str(e.get("detail", ""))))
+        return sorted(out)
+
+    def states(self) -> list[tuple[float, dict[str, str]]]:
+        """Every leg's state after each change, in time order (``-``: no socket)."""
+        changes: list[tuple[float, str, str]] = []
+        for sample in self.samples:
+            for leg in CLIENT_LEGS:
+                changes.append((float(sample["t"]), leg, sample["states"].get(leg, "-")))
+        upstream: dict[str, dict[int, str]] = {"proxy_out": {}, "provider": {}}
+        for e in self.relay:
+            for relay_leg, leg in _RELAY_LEG_NAMES.items():
+                text = (e.get("states") or {}).get(relay_leg)
+                if text is None:
+                    continue
+                state = text.split(" ", 1)[0]
+                per_conn = upstream[leg]
+                if state == "gone":
+                    per_conn.pop(int(e["conn"]), None)
+                else:
+                    per_conn[int(e["conn"])] = state
+                changes.append((float(e["t"]), leg, ",".join(per_conn.values()) or "-"))
+        current = dict.fromkeys(LEGS, "-")
+        out: list[tuple[float, dict[str, str]]] = []
+        for t, leg, state in sorted(changes, key=lambda c: c[0]):
+            if current[leg] != state:
+                current[leg] = state
+                out.append((t, dict(current)))
+        return out
+
+
+def summarize(legs: JobLegs) -> dict[str, Any]:
+    """The middlebox measurement over one job.
+
+    ``proxy_close_wait_s``: how long the proxy's upstream socket was in CLOSE_WAIT while
+    the client's leg was ESTABLISHED (the proxy kept the client waiting on a provider
+    that had already closed); ``<leg>_states``: every state each leg was seen in, in
+    order of first sight."""
+    timeline = legs.states()
+    held = 0.0
+    for (t, states), nxt in zip(timeline, [*timeline[1:], None], strict=True):
+        if "CLOSE_WAIT" in states["proxy_out"] and "ESTABLISHED" in states["client"]:
+            held += (nxt[0] if nxt is not None else t) - t
+
+    def seen(leg: str) -> list[str]:
+        order: list[str] = []
+        for _, states in timeline:
+            for state in states[leg].split(","):
+                if state not in order:
+                    order.append(state)
+        return order
+
+    return {"proxy_close_wait_s": round(held, 3), **{f"{leg}_states": seen(leg) for leg in LEGS}}

@@ -1,0 +1,102 @@
+"""``anthropic-sdk``: the official Anthropic Python SDK at its defaults, Messages API.
+
+``Anthropic(base_url=..., api_key=...)`` with nothing else, so the SDK's documented
+defaults apply (``anthropic/_constants.py``): ``DEFAULT_TIMEOUT = Timeout(600, connect=5)``
+(a 10-minute read timeout between bytes), ``DEFAULT_MAX_RETRIES = 2`` with exponential
+backoff from ``INITIAL_RETRY_DELAY = 0.5`` s to ``MAX_RETRY_DELAY = 8`` s (honouring
+``retry-after``). No watchdog, no truncation guard of ours.
+
+A streamed call uses the SDK's documented helper, ``client.messages.stream(...)``,
+reading ``text_stream`` to its end and then ``get_final_message()`` for the stop
+reason; a call without a stream is ``client.messages.create(...)``. Sequential calls
+share one client; a rebuild closes it and makes a new one. The client is closed before
+returning, so leaks count what the SDK left behind.
+
+Not here: any protection (``anthropic-sdk+guard`` wraps this SDK in ``harness.guard``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
+
+#: The Messages API requires ``max_tokens``; used when the scenario does not set one.
+DEFAULT_MAX_TOKENS = 1024
+
+
+class AnthropicSDKTarget(Target):
+    name = "anthropic-sdk"
+    apis = ("messages",)
+    reusable = True
+
+    def prepare(self) -> None:
+        from harness.server import FaultServer
+
+        # The first SDK call of a process pays for lazy imports and model building: pay
+        # it here, before the runner's baseline (see harness.targets.warmup).
+        with FaultServer() as server:
+            for stream in (True, False):
+                job = Job(
+                    base_url=server.base_url,
+                    api="messages",
+                    stream=stream,
+                    messages=({"role": "user", "content": "warm up"},),
+                )
+                self.call(job, EventLog())
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import anthropic
+
+        def build() -> Any:
+            return anthropic.Anthropic(
+                base_url=anthropic_base_url(job.base_url), api_key=job.api_key
+            )
+
+        client = build()
+        results: list[CallResult] = []
+        try:
+            for i in range(job.calls):
+                if i > 0:
+                    pause_between_calls(job, log)
+                if job.rebuild_after is not None and i == job.rebuild_after:
+                    client.close()
+                    client = build()
+                    log.mark("rebuild")
+                log.mark("call", f"{i + 1} of {job.calls}")
+                results.append(_messages(client, job, log))
+        finally:
+            client.close()
+        last = results[-1]
+        return CallResult(
+            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
+        )
+
+
+def anthropic_base_url(openai_base_url: str) -> str:
+    """The Anthropic SDKs add ``/v1/messages`` themselves: the server URL without ``/v1``."""
+    return openai_base_url.rstrip("/").removesuffix("/v1")
+
+
+def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs: dict[str, Any] = {
+        "model": job.model,
+        "messages": [dict(m) for m in job.messages],
+        "max_tokens": job.max_tokens or DEFAULT_MAX_TOKENS,
+    }
+    if not job.stream:
+        message = client.messages.create(**kwargs)
+        log.mark("response")
+        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+        return CallResult(text=text, finish_reason=message.stop_reason)
+    parts: list[str] = []
+    with client.messages.stream(**kwargs) as stream:
+        log.mark("headers")
+        for text in stream.text_stream:
+            parts.append(text)
+            log.mark("delta", f"{len(text)} chars")
+        final = stream.get_final_message()
+    log.mark("stream_end", f"stop_reason={final.stop_reason}")
+    return CallResult(text="".join(parts), finish_reason=final.stop_reason)

@@ -1,0 +1,198 @@
+"""``litellm``: ``litellm.completion`` (the LiteLLM Python SDK) at its defaults.
+
+LiteLLM pins its own openai/httpx versions, so it lives in its own virtualenv
+(``ci/setup`` makes ``.cache/litellm-venv``, with the ``proxy`` extra the
+``litellm-proxy`` target also needs). The child is that venv's python running the
+ordinary child protocol (``python -m harness.targets.child litellm``; the harness
+package comes from ``PYTHONPATH``), so the process the runner kills and counts is the
+one that imported litellm.
+
+Two routes, both through ``litellm.completion`` with OpenAI-format results:
+
+* ``chat``: ``model="openai/<model>"`` with ``api_base`` the fault server's OpenAI base
+  URL (a custom OpenAI-compatible endpoint: LiteLLM drives the ``openai`` SDK);
+* ``messages``: ``model="anthropic/<model>"`` with ``api_base`` the server's root
+  (LiteLLM's own Anthropic handler on its own httpx client posts ``/v1/messages``).
+
+Defaults (litellm 1.108, ``litellm/main.py`` and ``litellm/constants.py``): ``timeout``
+600 s for ``completion()`` (``COMPLETION_HTTP_FALLBACK_SECONDS``; connect 5 s),
+``num_retries`` None, so the OpenAI route keeps the openai SDK's 2 retries
+(``max_retries`` popped with default 2) and the Anthropic route makes one attempt.
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set for the child so that importing litellm
+does not try to fetch its model price list from the internet (the runner allows
+traffic to loopback only).
+
+When the venv is missing, every job is skipped with the reason (tests skip, CI fails).
+
+Not here: the proxy server (``harness.targets.litellm_proxy``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.targets.base import (
+    CallResult,
+    EventLog,
+    Job,
+    Target,
+    TargetUnsupported,
+    pause_between_calls,
+)
+
+__all__ = [
+    "CHILD_ENV",
+    "DEFAULT_LITELLM_PYTHON",
+    "LiteLLMTarget",
+    "litellm_python",
+    "litellm_unavailable",
+]
+
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: Where ``ci/setup`` installs litellm[proxy].
+DEFAULT_LITELLM_PYTHON = _PROJECT_ROOT / ".cache" / "litellm-venv" / "bin" / "python"
+#: Variables the litellm child runs with: no model-price fetch over the internet, no
+#: telemetry, no colour codes in the stderr the report quotes.
+CHILD_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    # The success-logging pool grows a thread whenever callbacks overlap (up to 100):
+    # one thread keeps the thread count steady, so growth is not reported as a leak.
+    "LOGGING_EXECUTOR_MAX_THREADS": "1",
+    "LITELLM_TELEMETRY": "False",
+    "NO_COLOR": "1",
+}
+
+
+def litellm_python() -> Path:
+    return DEFAULT_LITELLM_PYTHON
+
+
+def litellm_unavailable(python: Path | None = None) -> str | None:
+    """Why the litellm venv cannot be used here (None when it can). Looks on disk only."""
+    python = python or litellm_python()
+    if not (python.exists() and os.access(python, os.X_OK)):
+        return f"litellm virtualenv not found: {python} does not exist (run ci/setup)"
+    if not any(python.parent.parent.glob("lib/python3*/site-packages/litellm/__init__.py")):
+        return f"litellm is not installed in {python.parent.parent}"
+    return None
+
+
+class LiteLLMTarget(Target):
+    name = "litellm"
+    apis = ("chat", "messages")
+    reusable = True
+    #: Importing litellm takes seconds (tens on a busy machine): wait longer for ``ready``.
+    start_s: ClassVar[float] = 300.0
+    #: LiteLLM's error path (exception mapping, mid-stream fallback, logging) costs CPU:
+    #: past 3 s on a loaded 2-core machine, which the default ceiling would call a hang.
+    min_ceiling_s: ClassVar[float] = 10.0
+
+    @classmethod
+    def command(cls) -> list[str]:
+        if litellm_unavailable() is not None:
+            return super().command()  # in-process child: call() reports why, as skipped
+        env = [f"{k}={v}" for k, v in CHILD_ENV.items()]
+        return [
+            "/usr/bin/env",
+            *env,
+            str(litellm_python()),
+            "-m",
+            "harness.targets.child",
+            cls.name,
+        ]
+
+    def prepare(self) -> None:
+        if litellm_unavailable() is not None:
+            return
+        from harness.server import FaultServer
+
+        # litellm's first call builds its provider maps and clients: pay before "ready".
+        with FaultServer() as server:
+            for api in self.apis:
+                for stream in (True, False):
+                    job = Job(
+                        base_url=server.base_url,
+                        api=api,
+                        stream=stream,
+                        messages=({"role": "user", "content": "warm up"},),
+                    )
+                    self.call(job, EventLog())
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        reason = litellm_unavailable()
+        if reason is not None:
+            raise TargetUnsupported(reason)
+        texts: list[str] = []
+        finish: str | None = None
+        try:
+            for i in range(job.calls):
+                if i > 0:
+                    pause_between_calls(job, log)
+                log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
+                text, finish = _completion(job, log)
+                texts.append(text)
+        finally:
+            log.details["cached_connections"] = close_cached_clients()
+        return CallResult(text=texts[-1], finish_reason=finish, texts=tuple(texts))
+
+
+def close_cached_clients() -> int:
+    """Close the clients LiteLLM cached during the job and empty its cache; returns how
+    many ESTABLISHED sockets the process held just before (LiteLLM's pooled connections).
+
+    LiteLLM keeps one client per (provider, base URL, key) in a module-level cache and
+    never closes it: its pooled connection would carry over to the next case. Closing
+    it is what "close the client" means for the other targets."""
+    import litellm
+
+    from harness.leaks import snapshot
+
+    before = snapshot(os.getpid())
+    cache = litellm.in_memory_llm_clients_cache
+    for client in list(cache.cache_dict.values()):
+        close = getattr(client, "close", None)
+        if callable(close) and not inspect.iscoroutinefunction(close):
+            close()
+    cache.flush_cache()
+    return 0 if before is None else before.count("ESTABLISHED")
+
+
+def route(job: Job) -> dict[str, Any]:
+    """``model`` and ``api_base`` for the job's API (see the module docstring)."""
+    base = job.base_url.rstrip("/")
+    if job.api == "messages":
+        return {"model": f"anthropic/{job.model}", "api_base": base.removesuffix("/v1")}
+    return {"model": f"openai/{job.model}", "api_base": base}
+
+
+def _completion(job: Job, log: EventLog) -> tuple[str, str | None]:
+    import litellm
+
+    kwargs: dict[str, Any] = {
+        **route(job),
+        "api_key": job.api_key,
+        "messages": [dict(m) for m in job.messages],
+    }
+    if job.max_tokens is not None or job.api == "messages":
+        kwargs["max_tokens"] = job.max_tokens or 1024  # the Messages API requires it
+    if not job.stream:
+        resp = litellm.completion(**kwargs)
+        log.mark("response")
+        choice = resp.choices[0]
+        return choice.message.content or "", choice.finish_reason
+    parts: list[str] = []
+    finish = None
+    stream = litellm.completion(stream=True, **kwargs)
+    log.mark("headers")
+    for chunk in stream:
+        for choice in chunk.choices:
+            if choice.delta is not None and choice.delta.content:
+                parts.append(choice.delta.content)
+                log.mark("delta", f"{len(choice.delta.content)} chars")
+            if choice.finish_reason:
+                finish = choice.finish_reason
+    log.mark("stream_end", f"finish_reason={finish}")
+    return "".join(parts), finish

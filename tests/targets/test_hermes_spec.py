@@ -1,0 +1,89 @@
+"""HARNESS_HERMES_SPEC: ci/setup's hermes step builds the venv from a pip spec or a source
+checkout, stamped so that a new commit or an uncommitted edit reinstalls it; and the
+hermes-agent workflow runs the catalog against the pull request's own checkout.
+
+The step runs for real in bash, with ``tool_venv`` replaced by a recorder (a real
+install would take minutes and rebuild the shared venv).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "ci" / "setup"
+WORKFLOW = ROOT / "ci" / "github" / "hermes-gate.yml"
+
+pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git")
+
+
+def _hermes_step() -> str:
+    text = SETUP.read_text()
+    match = re.search(r"^# hermes-agent, only for the hermes target.*?^fi$", text, re.S | re.M)
+    assert match, "ci/setup has no hermes step"
+    return match.group(0)
+
+
+def _run_step(spec: str | None) -> tuple[str, str, str]:
+    """(dir, pip spec, stamp) the step hands to tool_venv."""
+    env_line = "" if spec is None else f"HARNESS_HERMES_SPEC={spec!r}\n"
+    script = (
+        "set -euo pipefail\nHERMES_VERSION=0.19.0\n"
+        'tool_venv() { printf "%s\\n%s\\n%s\\n" "$1" "$2" "$3"; }\n'
+        f"{env_line}{_hermes_step()}\n"
+    )
+    out = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.splitlines()
+    return out[0], out[1], out[2]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.timeout(60)
+def test_default_is_the_released_hermes_with_the_old_stamp():
+    assert _run_step(None) == (".cache/hermes-venv", "hermes-agent==0.19.0", "0.19.0")
+
+
+@pytest.mark.timeout(60)
+def test_a_pip_spec_is_installed_and_stamped_as_given():
+    assert _run_step("hermes-agent==0.20.0")[1:] == ("hermes-agent==0.20.0",) * 2
+
+
+@pytest.mark.timeout(60)
+def test_a_checkout_is_stamped_by_commit_and_uncommitted_changes(tmp_path):
+    repo = tmp_path / "hermes-agent"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "run_agent.py").write_text("x = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    _, pip, first = _run_step(str(repo))
+    assert pip == str(repo)
+    assert _run_step(str(repo))[2] == first  # nothing changed: no reinstall
+    (repo / "run_agent.py").write_text("x = 2\n")
+    edited = _run_step(str(repo))[2]
+    assert edited != first  # an uncommitted edit reinstalls
+    _git(repo, "commit", "-q", "-am", "two")
+    assert _run_step(str(repo))[2] not in (first, edited)  # so does a new commit
+
+
+def test_the_workflow_builds_hermes_from_the_pull_request_and_posts_the_summary():
+    text = WORKFLOW.read_text()
+    assert "HARNESS_HERMES_SPEC: ${{ github.workspace }}/hermes-agent" in text
+    assert "bash harness/ci/setup" in text
+    assert re.search(r"harness run -t hermes .*--markdown reports/hermes-gate.md", text, re.S)
+    assert 'cat "$report" >> "$GITHUB_STEP_SUMMARY"' in text
+    assert "gh pr comment" in text

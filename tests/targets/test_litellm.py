@@ -1,0 +1,80 @@
+"""``litellm``: ``litellm.completion`` in its own venv, both routes, on the fault server.
+
+The cases run once in a module fixture on one reused child (importing litellm costs
+seconds); each test asserts one case. They skip without ``.cache/litellm-venv`` and fail
+instead when ``CI`` and ``HARNESS_EXTRA_TARGETS=1`` are set.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.environment import read_environment
+from harness.runner import RunSettings, run_cases
+from harness.scenario import scenario_from_dict
+from harness.targets.base import Job
+from harness.targets.litellm_sdk import litellm_unavailable, route
+
+TARGET = "litellm"
+FAST = 0.05
+FIN_AT_3 = {"rules": [{"fault": {"phase": "event:3", "action": "fin"}}]}
+CASES = {
+    "chat_stream": {"api": "chat", "stream": True},
+    "chat_body": {"api": "chat", "stream": False},
+    "messages_stream": {"api": "messages", "stream": True},
+    "messages_body": {"api": "messages", "stream": False},
+    "chat_fin": {"api": "chat", "script": FIN_AT_3},
+    "chat_truncated": {
+        "api": "chat",
+        "script": {"rules": [{"fault": {"phase": "event:3", "action": "truncate"}}]},
+    },
+}
+
+
+def test_route_sends_chat_to_the_openai_base_and_messages_to_the_server_root():
+    job = Job(base_url="http://127.0.0.1:5000/v1", model="m")
+    assert route(job) == {"model": "openai/m", "api_base": "http://127.0.0.1:5000/v1"}
+    messages = Job(base_url="http://127.0.0.1:5000/v1", api="messages", model="m")
+    assert route(messages) == {"model": "anthropic/m", "api_base": "http://127.0.0.1:5000"}
+
+
+@pytest.fixture(scope="module")
+def results():
+    reason = litellm_unavailable()
+    if reason is not None:
+        env = read_environment()
+        if env.ci and env.extra_targets:
+            pytest.fail(f"litellm must run in CI: {reason}")
+        pytest.skip(reason)
+    scenarios = [
+        scenario_from_dict({"name": name, "summary": name, "expected": {TARGET: "ok"}, **fields})
+        for name, fields in CASES.items()
+    ]
+    done = run_cases(
+        [(s, TARGET) for s in scenarios],
+        settings=RunSettings(time_scale=FAST, jobs=1, wait_lanes=0),
+    )
+    return {r.scenario: r for r in done}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["chat_stream", "chat_body", "messages_stream", "messages_body"])
+def test_healthy_call_on_either_route_returns_the_full_reply_with_no_leak(results, name):
+    result = results[name]
+    assert result.outcome.kind == "ok", result.message
+    assert result.requests == 1
+    assert result.leaks is not None and result.leaks.total == 0, result.leaks
+    # LiteLLM had pooled a connection in its client cache; the target closed it.
+    assert result.details.get("cached_connections", 0) >= 0
+
+
+@pytest.mark.timeout(300)
+def test_fin_mid_stream_raises_litellms_mid_stream_error(results):
+    result = results["chat_fin"]
+    assert result.outcome.kind == "error", result.message
+    assert "MidStreamFallbackError" in result.outcome.mro
+
+
+@pytest.mark.timeout(300)
+def test_stream_without_done_comes_back_as_complete(results):
+    assert results["chat_truncated"].outcome.kind == "truncated_as_complete"
