@@ -48,6 +48,7 @@ __all__ = [
     "reply_words",
 ]
 
+LLM_APIS = ("chat", "responses", "messages")
 API_BY_PATH = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
@@ -74,6 +75,7 @@ class ReplyPlan:
     keepalive: bytes
     malformed_prefix: bytes
     malformed_suffix: bytes
+    headers: tuple[str, ...] = ()
 
     def malformed(self, payload: str) -> bytes:
         """One broken unit in this API's framing (a data line of ``payload``)."""
@@ -100,7 +102,14 @@ def reply_words(
 
 
 def plan_reply(
-    api: str, body: Mapping[str, Any], *, events: int, content: str | None = None
+    api: str,
+    body: Mapping[str, Any],
+    *,
+    events: int,
+    content: str | None = None,
+    shape: str = "text",
+    reasoning_events: int = 4,
+    dialect: str | None = None,
 ) -> ReplyPlan:
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
     seed = seed_for_request(dict(body))
