@@ -86,7 +86,9 @@ class BodyWriter:
         self.declared: int | None = None
         self.counted = 0  # counted units fully written
         self.in_unit = False
-        units: list[tuple[bytes, bool]] = [(u, True) for u in plan.units]
+        kinds = plan.kinds or ("",) * len(plan.units)
+        # a dialect's comment lines are part of the healthy bytes but never counted
+        units = [(u, k != "comment") for u, k in zip(plan.units, kinds, strict=True)]
         if self.action is not None:
             units = self.action.edit_units(units, self.fault.phase.n or 0, plan)  # type: ignore[union-attr]
         self.units = units
