@@ -23,7 +23,7 @@ __all__ = [
     "tool_arguments",
 ]
 
-_VOCAB = (
+_VOCAB = (  # fmt: skip
     "the",
     "stream",
     "keeps",
