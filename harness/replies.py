@@ -23,38 +23,13 @@ __all__ = [
     "tool_arguments",
 ]
 
-_VOCAB = (  # fmt: skip
-    "the",
-    "stream",
-    "keeps",
-    "flowing",
-    "until",
-    "a",
-    "fault",
-    "fires",
-    "and",
-    "every",
-    "token",
-    "counts",
-    "café",
-    "naïve",
-    "über",
-    "日本語",
-    "façade",
-    "🙂",
-    "ünïcode",
-    "½",
-    "packet",
-    "socket",
-    "deadline",
-    "retry",
-    "answer",
-    "complete",
-    "ζ",
-    "Ω",
-    "–",
-    "résumé",
+# fmt: off
+_VOCAB = (
+    "the", "stream", "keeps", "flowing", "until", "a", "fault", "fires", "and", "every",
+    "token", "counts", "café", "naïve", "über", "日本語", "façade", "🙂", "ünïcode", "½",
+    "packet", "socket", "deadline", "retry", "answer", "complete", "ζ", "Ω", "–", "résumé",
 )
+# fmt: on
 
 
 def seed_for_request(body: dict[str, Any] | None) -> str:
