@@ -19,7 +19,7 @@ What ``event:N`` counts (the counted units of a plan, in order; keep-alive comme
 the inserts of payload faults are never counted)::
 
     chat       1 role chunk; reasoning: 1 chunk per reasoning delta (delta.reasoning_content,
-               or delta.reasoning in the openrouter dialect); 1 chunk per text delta; per
+               or delta.reasoning in the openrouter and vllm dialects); 1 chunk per text delta; per
                tool call 1 chunk with id + name, then 1 chunk per argument fragment;
                1 finish chunk (finish_reason "stop" or "tool_calls"); 1 usage chunk if
                stream_options.include_usage; 1 "data: [DONE]"
@@ -36,6 +36,11 @@ the inserts of payload faults are never counted)::
                input_json_delta per fragment), content_block_stop; message_delta
                (stop_reason "end_turn" or "tool_use"); message_stop
     non-stream one unit: the whole JSON document
+
+Dialects change the count only where their source says the server sends more: the
+openrouter dialect always sends the usage chunk (and two ``: OPENROUTER PROCESSING``
+comments first, never counted); the anthropic dialect sends an empty
+``input_json_delta`` right after each ``tool_use`` block starts.
 
 So ``event:0`` is "right after the headers, before any event", and for a text reply with
 ``events`` deltas every ``event:N`` with ``N < events`` cuts the stream before its

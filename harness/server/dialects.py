@@ -29,6 +29,10 @@ class Dialect:
     role_content: bool = True
     #: chat: choices carry ``"logprobs": null``
     choice_logprobs: bool = True
+    #: chat: extra fields of every choice (vLLM's ``stop_reason``)
+    choice_extra: dict[str, Any] = field(default_factory=dict)
+    #: chat: the role chunk carries ``"refusal": null`` (OpenAI)
+    role_refusal: bool = False
     #: chat: usage chunk "on_request" (stream_options.include_usage), "always" (a
     #: usage-only chunk every time), or "finish" (usage on the finish chunk itself)
     usage: str = "on_request"
@@ -46,6 +50,9 @@ class Dialect:
     ping: bool = True
     #: messages: message_delta usage carries the input/cache fields too
     full_delta_usage: bool = False
+    #: messages: message_start usage carries cache fields and service_tier; tool_use
+    #: blocks carry ``caller``; a tool's first input_json_delta is empty
+    rich_blocks: bool = False
 
 
 REFERENCE = Dialect(name="reference")
@@ -54,25 +61,32 @@ PROFILES: dict[str, Dialect] = {
     "openai": Dialect(
         name="openai",
         sources=(
-            "OpenAI API reference, chat streaming: 'The chat completion chunk object'"
-            " (system_fingerprint, service_tier, usage chunk with empty choices when"
-            " stream_options.include_usage) https://platform.openai.com/docs/api-reference/chat-streaming",
-            "openai/openai-python tests/lib/chat/test_completions_streaming.py"
-            " (recorded chunks: role chunk with content '', refusal null, logprobs null)",
-            "OpenAI Responses streaming events (response.output_text.delta with"
+            "OpenAI API reference, 'The chat completion chunk object' (service_tier,"
+            " system_fingerprint, usage null on every chunk, a usage chunk with empty"
+            " choices when stream_options.include_usage)"
+            " https://platform.openai.com/docs/api-reference/chat-streaming",
+            "A recorded gpt-4.1 stream (coder/aibridge fixtures"
+            " openai/chatcompletions/stream_error.txtar): role chunk"
+            ' {"role":"assistant","content":"","refusal":null}, "usage":null per chunk,'
+            ' and a mid-stream {"error": {"message", "type": "server_error"}} data line',
+            "OpenAI Responses streaming events (response.output_text.delta carries"
             " obfuscation) https://platform.openai.com/docs/api-reference/responses-streaming",
         ),
-        chunk_extra={"service_tier": "default", "system_fingerprint": "fp_harness"},
+        chunk_extra={"service_tier": "default", "system_fingerprint": "fp_harness", "usage": None},
+        role_refusal=True,
         obfuscation=True,
     ),
     "openrouter": Dialect(
         name="openrouter",
         sources=(
-            "OpenRouter API reference, streaming: 'OpenRouter occasionally sends comments"
-            " ... : OPENROUTER PROCESSING' and the final usage chunk"
+            "OpenRouter API reference, Streaming: 'OpenRouter occasionally sends comments"
+            " to prevent connection timeouts ... : OPENROUTER PROCESSING'; errors that occur"
+            " mid-generation arrive as data events with an error field"
             " https://openrouter.ai/docs/api-reference/streaming",
-            "OpenRouter reasoning tokens: delta.reasoning (and reasoning_details)"
+            "OpenRouter reasoning tokens: delta.reasoning"
             " https://openrouter.ai/docs/use-cases/reasoning-tokens",
+            "OpenRouter usage accounting: the last chunk carries usage"
+            " https://openrouter.ai/docs/use-cases/usage-accounting",
         ),
         chunk_extra={"provider": "OpenAI", "system_fingerprint": None},
         usage="always",
@@ -82,27 +96,30 @@ PROFILES: dict[str, Dialect] = {
     "vllm": Dialect(
         name="vllm",
         sources=(
-            "vLLM OpenAI-compatible server, protocol.py ChatCompletionStreamResponse /"
-            " DeltaMessage (reasoning_content; no system_fingerprint; role chunk without"
-            " content) https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html",
-            "vLLM reasoning outputs: delta.reasoning_content"
+            "vllm-project/vllm vllm/entrypoints/openai/chat_completion/protocol.py:"
+            " ChatCompletionStreamResponse (usage null, system_fingerprint only on the"
+            " final chunk), ChatCompletionResponseStreamChoice (vLLM-only stop_reason);"
+            " ChatMessage.reasoning ('vLLM-specific fields that are not in OpenAI spec')",
+            "vLLM reasoning outputs: the reasoning delta field"
             " https://docs.vllm.ai/en/latest/features/reasoning_outputs.html",
         ),
+        chunk_extra={"usage": None},
         role_content=False,
-        choice_logprobs=True,
-        usage="finish",
-        reasoning_field="reasoning_content",
-        newline="\r\n",
+        choice_extra={"stop_reason": None},
+        reasoning_field="reasoning",
     ),
     "anthropic": Dialect(
         name="anthropic",
         sources=(
-            "Anthropic Messages streaming: event types, ping events, message_delta usage"
+            "Anthropic Messages streaming: event types, ping, message_delta usage"
             " https://docs.anthropic.com/en/docs/build-with-claude/streaming",
-            "anthropics/anthropic-sdk-python tests/lib/streaming/fixtures"
-            " (basic_response.txt, tool_use_response.txt, thinking_response.txt)",
+            "anthropics/anthropic-sdk-python tests/lib/streaming/fixtures/tool_use_response.txt"
+            " (message_start usage with cache_*_input_tokens and service_tier; tool_use block"
+            ' with "caller"; first input_json_delta is ""), extra_fields_response.txt'
+            " (unknown fields are ignored)",
         ),
         full_delta_usage=True,
+        rich_blocks=True,
     ),
 }
 

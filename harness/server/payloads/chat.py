@@ -70,6 +70,7 @@ def build(
         if dialect.choice_logprobs:
             choice["logprobs"] = None
         choice["finish_reason"] = reason
+        choice.update(dialect.choice_extra)
         doc = {
             "id": cid,
             "object": "chat.completion.chunk",
@@ -100,6 +101,8 @@ def build(
     role: dict[str, Any] = {"role": "assistant"}
     if dialect.role_content:
         role["content"] = ""
+    if dialect.role_refusal:
+        role["refusal"] = None
     out.add(chunk(role, None), "open")
     if content.reasoning:
         out.fill(chunk({dialect.reasoning_field: HOLE}, None), content.reasoning, "reasoning")

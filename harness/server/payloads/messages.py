@@ -69,6 +69,14 @@ def build(
         "stop_sequence": None,
         "usage": {"input_tokens": prompt_tokens, "output_tokens": 1},
     }
+    if dialect.rich_blocks:
+        start["usage"] = {
+            "input_tokens": prompt_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+            "service_tier": "standard",
+        }
     out.add(named_unit("message_start", {"type": "message_start", "message": start}), "open")
 
     def block_start(index: int, block: dict[str, Any]) -> None:
@@ -112,7 +120,17 @@ def build(
         block_stop(index)
         index += 1
     for i, call in enumerate(content.tool_calls):
-        block_start(index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+        block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name}
+        if dialect.rich_blocks:
+            block["caller"] = {"type": "direct"}
+        block_start(index, {**block, "input": {}})
+        if dialect.rich_blocks:
+            empty = {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": ""},
+            }
+            out.add(named_unit("content_block_delta", empty), "open")
         if dialect.ping and not pinged:
             out.add(PING, "ping")
             pinged = True
