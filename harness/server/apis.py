@@ -10,8 +10,10 @@ and ``payloads/messages.py``; dialect profiles (``dialects.py``) vary them benig
 What a reply carries (``FaultScript.reply``)::
 
     text                 ``events`` text deltas
-    tool_call            one function call, its JSON arguments in ``events`` fragments
-    parallel_tool_calls  two calls, ``events`` fragments each
+    tool_call            one function call, its JSON arguments in ``events`` fragments;
+                         a request that carries a tool result gets the text reply (the
+                         agent ran the tool, the model answers)
+    parallel_tool_calls  two calls, ``events`` fragments each (text after a tool result)
     reasoning            ``reasoning_events`` reasoning deltas, then ``events`` text deltas
 
 What ``event:N`` counts (the counted units of a plan, in order; keep-alive comments,
@@ -276,6 +278,8 @@ def _content(
         return Content(deltas)
     if shape == "reasoning":
         return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
+    if _has_tool_result(body):
+        return Content(deltas)  # the agent ran the tool: the model answers in text
     name = _tool_name(body)
     calls = 2 if shape == "parallel_tool_calls" else 1
     tool_calls = []
@@ -285,6 +289,25 @@ def _content(
             ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
         )
     return Content([], tool_calls=tool_calls)
+
+
+def _has_tool_result(body: Mapping[str, Any]) -> bool:
+    """Does the request carry a tool's result (chat ``role: tool``, Responses
+    ``function_call_output``, Anthropic ``tool_result`` block)?"""
+    items = body.get("messages") or body.get("input") or ()
+    if not isinstance(items, list):
+        return False
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("role") == "tool" or item.get("type") == "function_call_output":
+            return True
+        content = item.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+        ):
+            return True
+    return False
 
 
 def _tool_name(body: Mapping[str, Any]) -> str:
