@@ -253,6 +253,7 @@ class ServerCore:
             request_on_connection=state.requests,
             script=self.script,
             timeline=self.timeline,
+            reply_source=self.reply_source,
         )
         return await answer(req)
 

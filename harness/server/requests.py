@@ -56,6 +56,8 @@ class Request:
     request_on_connection: int
     script: FaultScript
     timeline: Timeline
+    #: answers the request in place of the synthetic reply (``harness.record``), or None
+    reply_source: Any = None
 
 
 async def answer(req: Request) -> tuple[bool, Exchange | None]:
@@ -113,7 +115,8 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     doc, bad = _parse_json(req.method, api, body)
     stream = bool(doc.get("stream")) if isinstance(doc, dict) else False
     plan = None
-    if bad is None and isinstance(doc, dict):
+    source = req.reply_source
+    if bad is None and isinstance(doc, dict) and source is None:
         s = req.script
         plan = plan_reply(
             api,
@@ -124,19 +127,25 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             reasoning_events=s.reasoning_events,
             dialect=s.dialect,
         )
-    add_record(stream, plan.expected_text if plan is not None else "", len(body))
+    expected = plan.expected_text if plan is not None else ""
+    if source is not None:
+        expected = source.expected_text(path)
+    add_record(stream, expected, len(body))
     record("request_read", bytes=len(body))
 
     if action is not None and phase in ("accept", "request"):
         if await action.after_body(RequestSite(ex, phase, api)):
             return req.keep_alive and not conn.closing and not conn.gone, None
 
+    idle = ex if phase == "idle" else None
+    if source is not None:
+        keep = await source.reply(ex, req.head, body)
+        return keep, idle if keep else None
     if bad is not None:
         await write_simple(
             conn, 400, error_body(api, 400, bad), keep_alive=req.keep_alive, record=record
         )
         return req.keep_alive, None
-    idle = ex if phase == "idle" else None
     if plan is None:
         if req.method == "GET" and path == "/v1/models":
             await write_simple(conn, 200, models_body(), keep_alive=req.keep_alive, record=record)
