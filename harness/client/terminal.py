@@ -1,8 +1,9 @@
-"""Terminal-marker rules: how each API's stream ends, what is keep-alive, what is an error.
+"""Terminal-marker rules for the stream reader: how each API's stream ends, what is
+keep-alive, what is an in-band error.
 
-A small pure module (no I/O, no SDK, standard library only) so that the reference
-stack's stream reader and a drop-in transport guard (``harness.guard``) apply the
-same rules to the same bytes. Rules, matched against the official SDKs' own stream
+A small pure module (no I/O, no SDK). The marker tables are ``markers.py``'s (shared
+with the ``harness.guard`` transport, which classifies items without parsing them);
+this module adds what a reader that parses payloads needs on top. Rules, matched against the official SDKs' own stream
 parsers (``openai._streaming.Stream``, ``anthropic._streaming.Stream``) by the
 differential conformance tests (``tests/conformance``)::
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.client.markers import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
+
 __all__ = [
     "DONE",
     "TERMINAL_EVENTS",
@@ -38,14 +41,6 @@ __all__ = [
 ]
 
 DONE = "[DONE]"
-#: Event types that end a stream successfully, per API (chat ends with ``[DONE]``).
-TERMINAL_EVENTS: dict[str, frozenset[str]] = {
-    "chat": frozenset(),
-    "responses": frozenset({"response.completed", "response.incomplete"}),
-    "messages": frozenset({"message_stop"}),
-}
-_MARKERS = {"chat": DONE, "responses": "response.completed", "messages": "message_stop"}
-_KEEPALIVE_EVENTS = {"messages": frozenset({"ping"})}
 #: In-band error types/codes -> the status a provider would have put on the status line.
 _STATUS = {
     "overloaded_error": 529,
@@ -62,7 +57,7 @@ _STATUS = {
 
 def marker(api: str) -> str:
     """What a complete ``api`` stream ends with (for error messages)."""
-    return _MARKERS[api]
+    return TERMINAL_MARKERS[api]
 
 
 def is_done(data: str) -> bool:
@@ -72,7 +67,7 @@ def is_done(data: str) -> bool:
 
 def is_keepalive_event(api: str, kind: str) -> bool:
     """An event that is keep-alive traffic for ``api`` (Anthropic's ``ping``)."""
-    return kind in _KEEPALIVE_EVENTS.get(api, ())
+    return kind in KEEPALIVE_EVENTS.get(api, ())
 
 
 def error_status(err: Any) -> int:
