@@ -49,9 +49,16 @@ TIME_SCALE_ALLOWED = f"a number > 0 and <= {MAX_TIME_SCALE:g}"
 #: Variables a target child process must not inherit from the caller's shell.
 SCRUBBED_PREFIXES = ("HERMES_", "OPENAI_", "OPENROUTER_", "ANTHROPIC_")
 SCRUBBED_NAMES = (
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-    "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
 )
 
 
@@ -151,5 +158,7 @@ def _seconds(env: Mapping[str, str], name: str, *, positive: bool = False) -> fl
     except ValueError:
         raise EnvironmentError_(name, raw, "a number of seconds") from None
     if value != value or value < 0 or (positive and value == 0):
-        raise EnvironmentError_(name, raw, "a number of seconds > 0" if positive else "a number >= 0")
+        raise EnvironmentError_(
+            name, raw, "a number of seconds > 0" if positive else "a number >= 0"
+        )
     return value
