@@ -12,13 +12,24 @@ import json
 import random
 from typing import Any
 
-__all__ = ["reply_deltas", "reply_text", "seed_for_request"]
+__all__ = [
+    "DEFAULT_TOOL",
+    "fragments",
+    "reasoning_deltas",
+    "render_tool_call",
+    "reply_deltas",
+    "reply_text",
+    "seed_for_request",
+    "tool_arguments",
+]
 
+# fmt: off
 _VOCAB = (
     "the", "stream", "keeps", "flowing", "until", "a", "fault", "fires", "and", "every",
     "token", "counts", "café", "naïve", "über", "日本語", "façade", "🙂", "ünïcode", "½",
     "packet", "socket", "deadline", "retry", "answer", "complete", "ζ", "Ω", "–", "résumé",
 )
+# fmt: on
 
 
 def seed_for_request(body: dict[str, Any] | None) -> str:
@@ -39,3 +50,43 @@ def reply_deltas(seed: str, events: int) -> list[str]:
 
 def reply_text(seed: str, events: int) -> str:
     return "".join(reply_deltas(seed, events))
+
+
+# --------------------------------------------------------------------------- agent shapes
+
+#: The tool a tool-call reply calls when the request names none: harmless by design
+#: (hermes's harness tool records its arguments; nothing else runs it).
+DEFAULT_TOOL = "record_note"
+
+
+def tool_arguments(seed: str, call: int, words: int) -> str:
+    """The JSON arguments of tool call number ``call`` (0-based): one path and one
+    string with multi-byte characters, so a cut can fall mid-string or mid-UTF-8."""
+    rng = random.Random(f"{seed}:tool:{call}")
+    text = " ".join(rng.choice(_VOCAB) for _ in range(max(1, words)))
+    doc = {"path": f"notes/{rng.choice(_VOCAB)}-{call}.txt", "text": text}
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def fragments(text: str, pieces: int) -> list[str]:
+    """``text`` split into ``pieces`` (at most ``len(text)``) non-empty runs, in order."""
+    pieces = max(1, min(pieces, len(text)))
+    step, extra = divmod(len(text), pieces)
+    out, pos = [], 0
+    for i in range(pieces):
+        end = pos + step + (1 if i < extra else 0)
+        out.append(text[pos:end])
+        pos = end
+    return out
+
+
+def reasoning_deltas(seed: str, events: int) -> list[str]:
+    """``events`` reasoning (thinking / summary) deltas; never part of the reply text."""
+    rng = random.Random(f"{seed}:reasoning")
+    return [f"thinking about {rng.choice(_VOCAB)}; " for _ in range(events)]
+
+
+def render_tool_call(name: str, arguments: str) -> str:
+    """A tool call as comparable text: what targets report and the server expects, so a
+    call with cut arguments reads as a prefix of the full one (truncated_as_complete)."""
+    return f"<tool_call {name}>{arguments}"

@@ -44,6 +44,7 @@ Seams for mutants (issue 7): each correct component is replaceable on its own th
 """
 
 from harness.client import errors
+from harness.client.assembly import ToolCall
 from harness.client.attempt import Reply
 from harness.client.client import AsyncReferenceClient, ReferenceClient
 from harness.client.components import Components
@@ -56,5 +57,6 @@ __all__ = [
     "ReferenceClient",
     "Reply",
     "SettingsError",
+    "ToolCall",
     "errors",
 ]

@@ -39,10 +39,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.client.assembly import ToolCall
 from harness.client.deadlines import Deadline
 from harness.client.errors import HarnessError, TransportError, map_exception
 from harness.client.settings import ClientSettings
-from harness.client.streams import StreamReader, parse_body
+from harness.client.streams import Parsed, StreamReader, parse_document
 from harness.client.tokens import AttemptToken, error_for_deadline
 from harness.sse import SSEDecoder
 
@@ -62,6 +63,10 @@ class Reply:
     stream: bool
     attempts: int
     elapsed_s: float
+    #: complete tool calls, arguments parsed (never a partial one)
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: reasoning / thinking text, when the provider streamed any
+    reasoning: str = ""
 
 
 @dataclass
@@ -75,6 +80,8 @@ class Call:
     max_tokens: int | None
     on_delta: Callable[[str], None] | None = None
     errors: list[HarnessError] = field(default_factory=list)
+    tools: list[Any] | None = None
+    tool_choice: Any = None
 
 
 @dataclass(frozen=True)
@@ -183,18 +190,28 @@ class AttemptRun:
             discard = aborted or isinstance(err, TransportError) or err.deadline is not None
             return Verdict(error=fill(err, n, elapsed_s), cause=self.exc, discard=discard)
         try:
-            text, finish = self._result()
+            got = self._result()
         except HarnessError as err:
             return Verdict(error=fill(err, n, elapsed_s))
         call = self.call
-        return Verdict(reply=Reply(text, finish, call.api, call.stream, n, elapsed_s))
+        reply = Reply(
+            got.text,
+            got.finish_reason,
+            call.api,
+            call.stream,
+            n,
+            elapsed_s,
+            tool_calls=got.tool_calls,
+            reasoning=got.reasoning,
+        )
+        return Verdict(reply=reply)
 
-    def _result(self) -> tuple[str, str | None]:
-        """(text, finish_reason); raises a HarnessError for a truncated or bad body."""
+    def _result(self) -> Parsed:
+        """The complete answer; raises a HarnessError for a truncated or bad body."""
         if self.call.stream:
             self.components.truncation_guard(self.reader)
-            return self.reader.text, self.reader.finish_reason
-        return parse_body(self.call.api, bytes(self.body))
+            return self.reader.parsed()
+        return parse_document(self.call.api, bytes(self.body))
 
     def _deliver(self, step: Any, activity: str | None) -> str | None:
         if step.kind == "comment":

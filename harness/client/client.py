@@ -182,10 +182,13 @@ class ReferenceClient(_Base):
         stream: bool = True,
         max_tokens: int | None = None,
         on_delta: Callable[[str], None] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
     ) -> Reply:
         """One call: attempts under deadlines, retried per policy. Returns a complete
         :class:`Reply` or raises a :class:`~harness.client.errors.HarnessError`."""
         call = self._new_call(messages, model, api, stream, max_tokens, on_delta)
+        call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
         with self._lock:
             state = self._state(call, self.clock.now())
             factory = self.components.watchdog_factory
@@ -278,8 +281,11 @@ class AsyncReferenceClient(_Base):
         stream: bool = True,
         max_tokens: int | None = None,
         on_delta: Callable[[str], None] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
     ) -> Reply:
         call = self._new_call(messages, model, api, stream, max_tokens, on_delta)
+        call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
         state = self._state(call, asyncio.get_running_loop().time())
         wd = self.components.async_watchdog_factory(
             state, describe=self.components.describe_deadlines

@@ -19,7 +19,7 @@ from harness.client.settings import ClientSettings
 if TYPE_CHECKING:
     from harness.client.attempt import Call
 
-__all__ = ["post_messages", "request_options", "typed_create"]
+__all__ = ["post_messages", "request_options", "tool_opts", "typed_create"]
 
 _RAW_HEADER = "X-Stainless-Raw-Response"  # the SDK's own switch for an unread raw response
 _ANTHROPIC_VERSION = "2023-06-01"
@@ -39,11 +39,21 @@ def typed_create(sdk: Any, call: Call, extra: dict[str, Any]) -> Any:
     if call.api == "chat":
         opts: dict[str, Any] = {"max_tokens": call.max_tokens} if call.max_tokens else {}
         return sdk.chat.completions.with_streaming_response.create(
-            model=call.model, messages=call.messages, stream=call.stream, **opts, **extra
+            model=call.model,
+            messages=call.messages,
+            stream=call.stream,
+            **opts,
+            **tool_opts(call),
+            **extra,
         )
     opts = {"max_output_tokens": call.max_tokens} if call.max_tokens else {}
     return sdk.responses.with_streaming_response.create(
-        model=call.model, input=call.messages, stream=call.stream, **opts, **extra
+        model=call.model,
+        input=call.messages,
+        stream=call.stream,
+        **opts,
+        **tool_opts(call),
+        **extra,
     )
 
 
@@ -59,7 +69,18 @@ def post_messages(sdk: Any, call: Call, api_key: str, extra: dict[str, Any]) -> 
         "messages": call.messages,
         "max_tokens": call.max_tokens or 1024,
         "stream": call.stream,
+        **tool_opts(call),
     }
     return sdk.post(
         "/messages", cast_to=httpx.Response, body=body, options={"headers": headers, **extra}
     )
+
+
+def tool_opts(call: Call) -> dict[str, Any]:
+    """``tools`` / ``tool_choice`` request fields, only when the caller gave them."""
+    opts: dict[str, Any] = {}
+    if call.tools is not None:
+        opts["tools"] = call.tools
+    if call.tool_choice is not None:
+        opts["tool_choice"] = call.tool_choice
+    return opts

@@ -1,24 +1,31 @@
-"""Reading the three provider APIs' answers: classify each SSE item, collect the text,
-and tell a complete answer from a truncated one.
+"""Reading the three provider APIs' answers: classify each SSE item, collect text, tool
+calls and reasoning, and tell a complete answer from a truncated one.
 
 The reference client reads the raw body (through the SDK's raw-response path) and
 decodes it with :mod:`harness.sse`, because the SDK's own stream iterator hides SSE
 comments, and "comments but no content" is a stall this project must see.
 
-Per API, what is content, what is keep-alive, and what is the terminal marker::
+Per API, what is content, what is keep-alive, and what is the terminal marker is
+:mod:`harness.client.terminal` (shared with the guard transport). Every event that is
+not keep-alive is progress -- reasoning deltas and tool-call argument fragments
+included, so a long reasoning pause is never a stall and satisfies the first-byte
+deadline; only text deltas are handed to ``on_delta``::
 
-    chat       data chunks (choices[0].delta.content); terminal "data: [DONE]"
-    responses  typed events (response.output_text.delta); terminal response.completed
+    chat       choices[0].delta.content (text), .reasoning_content / .reasoning,
+               .tool_calls[] (by index); terminal "data: [DONE]"
+    responses  response.output_text.delta, reasoning summary/text deltas, function_call
+               items + function_call_arguments.delta/.done; terminal response.completed
                (or response.incomplete); response.failed / error -> ProviderError
-    messages   content_block_delta (text_delta); "ping" is keep-alive, never progress;
-               terminal message_stop; error -> ProviderError
-    SSE ``:`` comments are keep-alive in every API.
+    messages   content_block_delta: text_delta, thinking_delta, input_json_delta (by
+               block index); "ping" is keep-alive; terminal message_stop;
+               error -> ProviderError (overloaded_error: 529, retryable)
 
 Non-streamed bodies are one JSON document; whitespace-only chunks are keep-alive
 (servers pad a slow JSON body with spaces). :func:`require_terminal` is the
 truncation guard: a stream that ended without its terminal marker is
 :class:`TruncatedStream`, even when the connection ended "cleanly" (a close-delimited
-body ending on FIN).
+body ending on FIN) and even when it ended inside a tool call's arguments: a partial
+tool call is never returned.
 """
 
 from __future__ import annotations
@@ -27,14 +34,32 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.client import terminal
+from harness.client.assembly import ToolCall, ToolCalls
 from harness.client.errors import MalformedEvent, ProviderError, TruncatedStream
 from harness.sse import Comment, Event
 
-__all__ = ["APIS", "Step", "StreamReader", "parse_body", "require_terminal"]
+__all__ = [
+    "APIS",
+    "Parsed",
+    "Step",
+    "StreamReader",
+    "parse_body",
+    "parse_document",
+    "require_terminal",
+]
 
 APIS = ("chat", "responses", "messages")
 
-_ERROR_STATUS = {"rate_limit_error": 429, "overloaded_error": 529, "api_error": 500}
+
+@dataclass(frozen=True)
+class Parsed:
+    """A complete answer's content: text, tool calls (arguments parsed), reasoning."""
+
+    text: str
+    finish_reason: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,10 +79,14 @@ class StreamReader:
     finish_reason: str | None = None
     complete: bool = False
     events: int = 0
+    reasoning_parts: list[str] = field(default_factory=list)
+    tools: ToolCalls = field(default_factory=ToolCalls)
 
     def feed(self, item: Event | Comment) -> Step:
         if isinstance(item, Comment):
             return Step("comment")
+        if self.complete:
+            return Step("comment")  # after the terminal marker nothing counts (see terminal)
         self.events += 1
         if self.api == "chat":
             return self._chat(item)
@@ -69,32 +98,74 @@ class StreamReader:
     def text(self) -> str:
         return "".join(self.parts)
 
+    @property
+    def reasoning(self) -> str:
+        return "".join(self.reasoning_parts)
+
+    def parsed(self) -> Parsed:
+        """The complete answer (call after :func:`require_terminal`)."""
+        return Parsed(self.text, self.finish_reason, self.tools.finish(), self.reasoning)
+
     # ------------------------------------------------------------------ per API
 
     def _chat(self, ev: Event) -> Step:
-        if ev.data.strip() == "[DONE]":
+        if terminal.is_done(ev.data):
             self.complete = True
             return Step("content")
         doc = _json(ev.data)
-        if "error" in doc:
+        if doc.get("error"):
             raise _stream_error(doc["error"])
         text = ""
         for choice in doc.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-                text += delta["content"]
+            if isinstance(delta, dict):
+                if isinstance(delta.get("content"), str):
+                    text += delta["content"]
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(thought, str):
+                    self.reasoning_parts.append(thought)
+                for pos, tc in enumerate(delta.get("tool_calls") or ()):
+                    if isinstance(tc, dict):
+                        fn = tc.get("function") or {}
+                        self.tools.piece(
+                            tc.get("index", pos),
+                            id=tc.get("id"),
+                            name=fn.get("name"),
+                            arguments=fn.get("arguments"),
+                        )
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return self._content(text)
 
     def _responses(self, ev: Event) -> Step:
+        if terminal.is_done(ev.data):
+            return Step("content")  # only after the terminal event is it an end (see terminal)
         doc = _json(ev.data)
         kind = doc.get("type") or ev.event or ""
         if kind == "response.output_text.delta":
             return self._content(str(doc.get("delta") or ""))
-        if kind == "response.completed":
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            self.reasoning_parts.append(str(doc.get("delta") or ""))
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = doc.get("item") or {}
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                self.tools.piece(
+                    item.get("id") or doc.get("output_index"),
+                    id=item.get("call_id") or item.get("id"),
+                    name=item.get("name"),
+                    final=item.get("arguments") if kind.endswith(".done") else None,
+                )
+        elif kind == "response.function_call_arguments.delta":
+            self.tools.piece(
+                doc.get("item_id") or doc.get("output_index"), arguments=doc.get("delta")
+            )
+        elif kind == "response.function_call_arguments.done":
+            self.tools.piece(
+                doc.get("item_id") or doc.get("output_index"), final=doc.get("arguments")
+            )
+        elif kind == "response.completed":
             self.complete, self.finish_reason = True, "stop"
         elif kind == "response.incomplete":
             details = (doc.get("response") or {}).get("incomplete_details") or {}
@@ -106,17 +177,33 @@ class StreamReader:
                 else doc.get("error", doc)
             )
             raise _stream_error(err or doc)
+        elif doc.get("error"):
+            raise _stream_error(doc["error"])  # as the openai SDK does for any event
         return Step("content")
 
     def _messages(self, ev: Event) -> Step:
         doc = _json(ev.data)
         kind = doc.get("type") or ev.event or ""
-        if kind == "ping":
+        if terminal.is_keepalive_event("messages", kind):
             return Step("comment")
-        if kind == "content_block_delta":
+        if kind == "content_block_start":
+            block = doc.get("content_block") or {}
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                self.tools.piece(
+                    doc.get("index"),
+                    id=block.get("id"),
+                    name=block.get("name"),
+                    start_input=block.get("input"),
+                )
+        elif kind == "content_block_delta":
             delta = doc.get("delta") or {}
-            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            dtype = delta.get("type") if isinstance(delta, dict) else None
+            if dtype == "text_delta":
                 return self._content(str(delta.get("text") or ""))
+            if dtype == "thinking_delta":
+                self.reasoning_parts.append(str(delta.get("thinking") or ""))
+            elif dtype == "input_json_delta" and self.tools.has(doc.get("index")):
+                self.tools.piece(doc.get("index"), arguments=delta.get("partial_json"))
         elif kind == "message_delta":
             stop = (doc.get("delta") or {}).get("stop_reason")
             if stop:
@@ -136,17 +223,23 @@ class StreamReader:
 def require_terminal(reader: StreamReader) -> None:
     """The truncation guard: raise :class:`TruncatedStream` unless the terminal marker came."""
     if not reader.complete:
-        marker = {"chat": "[DONE]", "responses": "response.completed", "messages": "message_stop"}[
-            reader.api
-        ]
+        calls = len(reader.tools.calls)
         raise TruncatedStream(
-            f"{reader.api} stream ended after {reader.events} events without {marker}"
-            f" ({len(reader.text)} characters of partial text discarded)"
+            f"{reader.api} stream ended after {reader.events} events without"
+            f" {terminal.marker(reader.api)} ({len(reader.text)} characters of partial text"
+            + (f" and {calls} partial tool call(s)" if calls else "")
+            + " discarded)"
         )
 
 
 def parse_body(api: str, body: bytes) -> tuple[str, str | None]:
-    """Text and finish reason of a non-streamed JSON body; a body cut short is
+    """Text and finish reason of a non-streamed JSON body (see :func:`parse_document`)."""
+    parsed = parse_document(api, body)
+    return parsed.text, parsed.finish_reason
+
+
+def parse_document(api: str, body: bytes) -> Parsed:
+    """The answer in a non-streamed JSON body; a body cut short is
     :class:`TruncatedStream`, one that is not JSON is :class:`MalformedEvent`."""
     text = body.decode("utf-8", errors="replace")
     if not text.strip():
@@ -159,28 +252,54 @@ def parse_body(api: str, body: bytes) -> tuple[str, str | None]:
         raise MalformedEvent(f"{api} body is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise MalformedEvent(f"{api} body is not a JSON object")
-    if "error" in doc and doc.get("error"):
+    if doc.get("error"):
         raise _stream_error(doc["error"])
+    tools = ToolCalls()
     if api == "chat":
         choice = (doc.get("choices") or [{}])[0]
         message = choice.get("message") or {}
-        return str(message.get("content") or ""), choice.get("finish_reason")
+        for i, tc in enumerate(message.get("tool_calls") or ()):
+            fn = tc.get("function") or {}
+            tools.piece(i, id=tc.get("id"), name=fn.get("name"), final=fn.get("arguments"))
+        thought = message.get("reasoning_content") or message.get("reasoning") or ""
+        return Parsed(
+            str(message.get("content") or ""),
+            choice.get("finish_reason"),
+            tools.finish(),
+            thought if isinstance(thought, str) else "",
+        )
     if api == "responses":
-        parts = [
-            c.get("text", "")
-            for item in doc.get("output") or ()
-            if isinstance(item, dict)
-            for c in item.get("content") or ()
-            if isinstance(c, dict) and c.get("type") == "output_text"
-        ]
+        parts, thoughts = [], []
+        for item in doc.get("output") or ():
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                tools.piece(
+                    item.get("id"),
+                    id=item.get("call_id"),
+                    name=item.get("name"),
+                    final=item.get("arguments"),
+                )
+            for c in item.get("content") or ():
+                if isinstance(c, dict) and c.get("type") == "output_text":
+                    parts.append(c.get("text", ""))
+            for c in item.get("summary") or ():
+                if isinstance(c, dict):
+                    thoughts.append(c.get("text", ""))
         status = doc.get("status")
-        return "".join(parts), "stop" if status == "completed" else status
-    blocks = [
-        b.get("text", "")
-        for b in doc.get("content") or ()
-        if isinstance(b, dict) and b.get("type") == "text"
-    ]
-    return "".join(blocks), doc.get("stop_reason")
+        finish = "stop" if status == "completed" else status
+        return Parsed("".join(parts), finish, tools.finish(), "".join(thoughts))
+    texts, thoughts = [], []
+    for i, b in enumerate(doc.get("content") or ()):
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "text":
+            texts.append(b.get("text", ""))
+        elif b.get("type") == "thinking":
+            thoughts.append(b.get("thinking", ""))
+        elif b.get("type") == "tool_use":
+            tools.piece(i, id=b.get("id"), name=b.get("name"), start_input=b.get("input"))
+    return Parsed("".join(texts), doc.get("stop_reason"), tools.finish(), "".join(thoughts))
 
 
 def _unclosed(text: str) -> bool:
@@ -218,11 +337,14 @@ def _json(data: str) -> dict[str, Any]:
 
 
 def _stream_error(err: Any) -> ProviderError:
+    """An in-band error as :class:`ProviderError`; overloaded (529) and rate-limit (429)
+    errors are retryable like the same status on a status line."""
     if isinstance(err, dict):
         message = str(err.get("message") or err)
-        status = _ERROR_STATUS.get(str(err.get("type")), 500)
     else:
-        message, status = str(err), 500
+        message = str(err)
     return ProviderError(
-        f"provider error inside the stream: {message}", status=status, provider_message=message
+        f"provider error inside the stream: {message}",
+        status=terminal.error_status(err),
+        provider_message=message,
     )

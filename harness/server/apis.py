@@ -1,29 +1,51 @@
 """Payload shapes of the three provider APIs the fault server speaks.
 
-Given a parsed request body and the script's content settings, :func:`plan_reply`
+Given a parsed request body and the script's reply settings, :func:`plan_reply`
 returns a :class:`ReplyPlan`: the exact body units (SSE events, or one JSON document
-for a non-streamed call) of a *healthy* reply, in order. The wire writer sends these
-units and injects faults between them or inside them; this module knows nothing
-about sockets, framing or faults.
+for a non-streamed call) of a *healthy* reply, in order, each with a kind tag. The
+body writer sends these units and injects faults between or inside them; payload
+faults edit them first. The builders are ``payloads/chat.py``, ``payloads/responses.py``
+and ``payloads/messages.py``; dialect profiles (``dialects.py``) vary them benignly.
 
-What ``event:N`` counts (the ``units`` of a plan, in order; keep-alive comments,
-``ping`` keep-alives from ``drip``/``keepalive_comment_s`` and ``malformed`` inserts
-are never counted)::
+What a reply carries (``FaultScript.reply``)::
 
-    chat       1 role chunk, one chunk per content delta, 1 finish chunk
-               (finish_reason "stop"), 1 usage chunk if stream_options.include_usage,
-               1 "data: [DONE]"
-    responses  response.created, response.in_progress, response.output_item.added,
-               response.content_part.added, one response.output_text.delta per delta,
-               response.output_text.done, response.content_part.done,
-               response.output_item.done, response.completed
-    messages   message_start, content_block_start, ping, one content_block_delta
-               (text_delta) per delta, content_block_stop, message_delta
-               (stop_reason "end_turn"), message_stop
+    text                 ``events`` text deltas
+    tool_call            one function call, its JSON arguments in ``events`` fragments;
+                         a request that carries a tool result gets the text reply (the
+                         agent ran the tool, the model answers)
+    parallel_tool_calls  two calls, ``events`` fragments each (text after a tool result)
+    reasoning            ``reasoning_events`` reasoning deltas, then ``events`` text deltas
+
+What ``event:N`` counts (the counted units of a plan, in order; keep-alive comments,
+``ping`` keep-alives from ``drip``/``keepalive_comment_s``, a dialect's comment lines and
+the inserts of payload faults are never counted)::
+
+    chat       1 role chunk; reasoning: 1 chunk per reasoning delta (delta.reasoning_content,
+               or delta.reasoning in the openrouter and vllm dialects); 1 chunk per text delta; per
+               tool call 1 chunk with id + name, then 1 chunk per argument fragment;
+               1 finish chunk (finish_reason "stop" or "tool_calls"); 1 usage chunk if
+               stream_options.include_usage; 1 "data: [DONE]"
+    responses  response.created, response.in_progress; reasoning: output_item.added,
+               reasoning_summary_part.added, 1 reasoning_summary_text.delta per delta,
+               reasoning_summary_text.done, reasoning_summary_part.done, output_item.done;
+               text: output_item.added, content_part.added, 1 output_text.delta per
+               delta, output_text.done, content_part.done, output_item.done; per tool
+               call: output_item.added (function_call), 1 function_call_arguments.delta
+               per fragment, function_call_arguments.done, output_item.done;
+               response.completed
+    messages   message_start; per block: content_block_start, (after the first block's
+               start: ping), its deltas (thinking_delta then 1 signature_delta; text_delta;
+               input_json_delta per fragment), content_block_stop; message_delta
+               (stop_reason "end_turn" or "tool_use"); message_stop
     non-stream one unit: the whole JSON document
 
-So ``event:0`` is "right after the headers, before any event", and with ``events``
-content deltas every ``event:N`` with ``N < events`` cuts the stream before its
+Dialects change the count only where their source says the server sends more: the
+openrouter dialect always sends the usage chunk (and two ``: OPENROUTER PROCESSING``
+comments first, never counted); the anthropic dialect sends an empty
+``input_json_delta`` right after each ``tool_use`` block starts.
+
+So ``event:0`` is "right after the headers, before any event", and for a text reply with
+``events`` deltas every ``event:N`` with ``N < events`` cuts the stream before its
 terminal marker (``[DONE]``, ``response.completed``, ``message_stop``).
 """
 
@@ -32,15 +54,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from json.encoder import encode_basestring  # what json.dumps(str, ensure_ascii=False) returns
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.replies import reply_deltas, seed_for_request
-from harness.sse import encode_comment, encode_event
+from harness.replies import (
+    DEFAULT_TOOL,
+    fragments,
+    reasoning_deltas,
+    render_tool_call,
+    reply_deltas,
+    seed_for_request,
+    tool_arguments,
+)
+from harness.server.dialects import dialect_for
+from harness.server.payloads import chat, messages, responses
+from harness.server.payloads.common import Content, ToolCall, splice
+from harness.sse import encode_comment
 
 __all__ = [
     "API_BY_PATH",
+    "LLM_APIS",
     "ReplyPlan",
     "error_body",
     "models_body",
@@ -48,6 +81,7 @@ __all__ = [
     "reply_words",
 ]
 
+LLM_APIS = ("chat", "responses", "messages")
 API_BY_PATH = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
@@ -56,10 +90,20 @@ API_BY_PATH = {
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"
-_PING = encode_event(json.dumps({"type": "ping"}), event="ping")
 _COMMENT = encode_comment("keepalive")
 #: ``created`` of every reply: fixed per process so equal requests get equal bytes.
 CREATED = int(time.time())
+_BUILDERS = {"chat": chat.build, "responses": responses.build, "messages": messages.build}
+_ERROR_EVENTS = {
+    "chat": chat.error_event,
+    "responses": responses.error_event,
+    "messages": messages.error_event,
+}
+_MALFORMED = {
+    "chat": (b"data: ", b"\n\n"),
+    "responses": (b"event: response.output_text.delta\ndata: ", b"\n\n"),
+    "messages": (b"event: content_block_delta\ndata: ", b"\n\n"),
+}
 
 
 @dataclass(frozen=True)
@@ -74,6 +118,12 @@ class ReplyPlan:
     keepalive: bytes
     malformed_prefix: bytes
     malformed_suffix: bytes
+    headers: tuple[str, ...] = ()
+    #: one kind per unit (``payloads.common.KINDS``): open, reasoning, text, tool_args, ...
+    kinds: tuple[str, ...] = ()
+    #: unit index -> (tool call index, fragment, template head, template tail)
+    fragments: Mapping[int, tuple[int, str, bytes, bytes]] = field(default_factory=dict)
+    newline: bytes = b"\n"
 
     def malformed(self, payload: str) -> bytes:
         """One broken unit in this API's framing (a data line of ``payload``)."""
@@ -85,8 +135,24 @@ class ReplyPlan:
         if not self.stream:
             return b" "
         if self.api == "messages":
-            return _PING
+            return messages.PING
         return encode_comment(comment)
+
+    def comment(self, text: str) -> bytes:
+        """One SSE comment line (a provider's "processing" notice), never counted."""
+        return encode_comment(text)
+
+    def error_event(self, kind: str, message: str) -> bytes:
+        """This API's in-band error event (``kind``: overloaded, rate_limit, server_error)."""
+        return self._nl(_ERROR_EVENTS[self.api](kind, message))
+
+    def with_fragment(self, index: int, text: str) -> bytes:
+        """Tool-argument unit ``index`` re-encoded to carry ``text`` instead."""
+        _call, _frag, head, tail = self.fragments[index]
+        return self._nl(splice(head, text, tail))
+
+    def _nl(self, unit: bytes) -> bytes:
+        return unit if self.newline == b"\n" else unit.replace(b"\n", self.newline)
 
 
 def reply_words(
@@ -100,28 +166,53 @@ def reply_words(
 
 
 def plan_reply(
-    api: str, body: Mapping[str, Any], *, events: int, content: str | None = None
+    api: str,
+    body: Mapping[str, Any],
+    *,
+    events: int,
+    content: str | None = None,
+    shape: str = "text",
+    reasoning_events: int = 4,
+    dialect: str | None = None,
 ) -> ReplyPlan:
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
     seed = seed_for_request(dict(body))
-    deltas = reply_words(body, events=events, content=content, seed=seed)
+    carried = _content(body, seed, shape, events=events, text=content, reasoning=reasoning_events)
     stream = bool(body.get("stream"))
     model = str(body.get("model") or "test-model")
     prompt_tokens = max(1, len(json.dumps(body.get("messages") or body.get("input") or "")) // 4)
-    builder = _BUILDERS[api]
-    units, prefix, suffix = builder(
-        body, deltas, stream=stream, model=model, seed=seed, prompt_tokens=prompt_tokens
+    profile = dialect_for(dialect, api)
+    built = _BUILDERS[api](
+        body,
+        carried,
+        stream=stream,
+        model=model,
+        seed=seed,
+        prompt_tokens=prompt_tokens,
+        created=CREATED,
+        dialect=profile,
     )
-    keepalive = (_PING if api == "messages" else _COMMENT) if stream else b" "
+    units = built.units
+    newline = profile.newline.encode()
+    if stream and newline != b"\n":
+        units = [u.replace(b"\n", newline) for u in units]
+    keepalive = (messages.PING if api == "messages" else _COMMENT) if stream else b" "
+    prefix, suffix = _MALFORMED[api] if stream else (b"", b"")
+    expected = carried.text + "".join(
+        render_tool_call(c.name, c.arguments) for c in carried.tool_calls
+    )
     return ReplyPlan(
         api=api,
         stream=stream,
         units=tuple(units),
         content_type=SSE_CONTENT_TYPE if stream else JSON_CONTENT_TYPE,
-        expected_text="".join(deltas),
+        expected_text=expected,
         keepalive=keepalive,
         malformed_prefix=prefix,
         malformed_suffix=suffix,
+        kinds=tuple(built.kinds),
+        fragments=built.fragments,
+        newline=newline,
     )
 
 
@@ -178,246 +269,58 @@ _ERROR_CODES = {
 }
 
 
-#: A placeholder string: a unit is encoded once with it, then each delta is spliced in
-#: (the same bytes as encoding every unit, at a fraction of the cost per event).
-_HOLE = "\x00hole\x00"
-_HOLE_JSON = json.dumps(_HOLE).encode()
+def _content(
+    body: Mapping[str, Any], seed: str, shape: str, *, events: int, text: str | None, reasoning: int
+) -> Content:
+    """What the reply carries for ``shape`` (``FaultScript.reply``)."""
+    deltas = reply_words(body, events=events, content=text, seed=seed)
+    if shape == "text":
+        return Content(deltas)
+    if shape == "reasoning":
+        return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
+    if _has_tool_result(body):
+        return Content(deltas)  # the agent ran the tool: the model answers in text
+    name = _tool_name(body)
+    calls = 2 if shape == "parallel_tool_calls" else 1
+    tool_calls = []
+    for i in range(calls):
+        args = tool_arguments(seed, i, words=max(2, events))
+        tool_calls.append(
+            ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
+        )
+    return Content([], tool_calls=tool_calls)
 
 
-def _fill(template: bytes, deltas: list[str]) -> list[bytes]:
-    head, tail = template.split(_HOLE_JSON)
-    return [head + encode_basestring(d).encode("utf-8") + tail for d in deltas]
+def _has_tool_result(body: Mapping[str, Any]) -> bool:
+    """Does the request carry a tool's result (chat ``role: tool``, Responses
+    ``function_call_output``, Anthropic ``tool_result`` block)?"""
+    items = body.get("messages") or body.get("input") or ()
+    if not isinstance(items, list):
+        return False
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("role") == "tool" or item.get("type") == "function_call_output":
+            return True
+        content = item.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+        ):
+            return True
+    return False
 
 
-def _fill_seq(
-    template: bytes, deltas: list[str], *, first_seq: int, seq_counter: Any
-) -> list[bytes]:
-    """Like _fill for Responses events, whose sequence_number changes per event."""
-    seq_json = b'"sequence_number":%d' % first_seq
-    head, tail = template.split(_HOLE_JSON)
-    out = []
-    for d in deltas:
-        n = next(seq_counter) if out else first_seq
-        part = head.replace(seq_json, b'"sequence_number":%d' % n, 1)
-        out.append(part + encode_basestring(d).encode("utf-8") + tail)
-    return out
+def _tool_name(body: Mapping[str, Any]) -> str:
+    """The first function tool the request offers (chat, Responses or Anthropic shape)."""
+    for tool in body.get("tools") or ():
+        if not isinstance(tool, Mapping):
+            continue
+        fn = tool.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return DEFAULT_TOOL
 
 
 def _dumps(doc: Any) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _data(doc: Any) -> bytes:
-    return b"data: " + _dumps(doc) + b"\n\n"
-
-
-def _named(event: str, doc: Any) -> bytes:
-    return b"event: " + event.encode() + b"\ndata: " + _dumps(doc) + b"\n\n"
-
-
-def _chat(body, deltas, *, stream, model, seed, prompt_tokens):
-    created = CREATED
-    cid = f"chatcmpl-{seed}"
-    usage = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": len(deltas),
-        "total_tokens": prompt_tokens + len(deltas),
-    }
-    text = "".join(deltas)
-    if not stream:
-        doc = {
-            "id": cid,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text, "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": usage,
-        }
-        return [_dumps(doc)], b"", b""
-
-    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-        return _data(
-            {
-                "id": cid,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [
-                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-                ],
-            }
-        )
-
-    units = [chunk({"role": "assistant", "content": ""}, None)]
-    units += _fill(chunk({"content": _HOLE}, None), deltas)
-    units.append(chunk({}, "stop"))
-    options = body.get("stream_options")
-    if isinstance(options, Mapping) and options.get("include_usage"):
-        units.append(
-            _data(
-                {
-                    "id": cid,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [],
-                    "usage": usage,
-                }
-            )
-        )
-    units.append(b"data: [DONE]\n\n")
-    return units, b"data: ", b"\n\n"
-
-
-def _responses(body, deltas, *, stream, model, seed, prompt_tokens):
-    created = CREATED
-    rid, mid = f"resp_{seed}", f"msg_{seed}"
-    text = "".join(deltas)
-    usage = {
-        "input_tokens": prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": len(deltas),
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": prompt_tokens + len(deltas),
-    }
-
-    def response(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
-        return {
-            "id": rid,
-            "object": "response",
-            "created_at": created,
-            "status": status,
-            "model": model,
-            "output": output,
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            "error": None,
-            "incomplete_details": None,
-            "instructions": body.get("instructions"),
-            "metadata": {},
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "text": {"format": {"type": "text"}},
-            "usage": usage if with_usage else None,
-        }
-
-    part_done = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    item_done = {
-        "id": mid,
-        "type": "message",
-        "status": "completed",
-        "role": "assistant",
-        "content": [part_done],
-    }
-    if not stream:
-        return [_dumps(response("completed", [item_done], True))], b"", b""
-
-    seq = iter(range(1_000_000))
-
-    def ev(kind: str, **fields: Any) -> bytes:
-        return _named(kind, {"type": kind, "sequence_number": next(seq), **fields})
-
-    loc = {"item_id": mid, "output_index": 0, "content_index": 0}
-    units = [
-        ev("response.created", response=response("in_progress", [], False)),
-        ev("response.in_progress", response=response("in_progress", [], False)),
-        ev(
-            "response.output_item.added",
-            output_index=0,
-            item={
-                "id": mid,
-                "type": "message",
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-            },
-        ),
-        ev(
-            "response.content_part.added",
-            **loc,
-            part={"type": "output_text", "text": "", "annotations": []},
-        ),
-    ]
-    delta_template = ev("response.output_text.delta", **loc, delta=_HOLE, logprobs=[])
-    units += _fill_seq(delta_template, deltas, first_seq=len(units), seq_counter=seq)
-    units += [
-        ev("response.output_text.done", **loc, text=text, logprobs=[]),
-        ev("response.content_part.done", **loc, part=part_done),
-        ev("response.output_item.done", output_index=0, item=item_done),
-        ev("response.completed", response=response("completed", [item_done], True)),
-    ]
-    return units, b"event: response.output_text.delta\ndata: ", b"\n\n"
-
-
-def _messages(body, deltas, *, stream, model, seed, prompt_tokens):
-    mid = f"msg_{seed}"
-    text = "".join(deltas)
-    if not stream:
-        doc = {
-            "id": mid,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": len(deltas)},
-        }
-        return [_dumps(doc)], b"", b""
-    start = {
-        "id": mid,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": prompt_tokens, "output_tokens": 1},
-    }
-    units = [
-        _named("message_start", {"type": "message_start", "message": start}),
-        _named(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        _PING,
-    ]
-    units += _fill(
-        _named(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": _HOLE},
-            },
-        ),
-        deltas,
-    )
-    units += [
-        _named("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _named(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": len(deltas)},
-            },
-        ),
-        _named("message_stop", {"type": "message_stop"}),
-    ]
-    return units, b"event: content_block_delta\ndata: ", b"\n\n"
-
-
-_BUILDERS = {"chat": _chat, "responses": _responses, "messages": _messages}

@@ -7,11 +7,15 @@ Nothing here imports hermes: the child process is that venv's python running
 itself. So the process the runner kills at its ceiling, and whose sockets and threads
 it counts, is hermes.
 
-Each job gets a fresh ``AIAgent`` (no tools, no memory, no context files) in a scratch
+Each job gets a fresh ``AIAgent`` (one harmless registered tool, ``record_note``, that
+records its arguments under the scratch ``HERMES_HOME`` -- ``hermes_tool.py``; no
+memory, no context files) in a scratch
 ``HERMES_HOME``, from a scrubbed environment plus the scenario's deadlines translated
 to hermes's documented variables (:func:`hermes_env`; what hermes has no knob for keeps
-hermes's default). Both hermes API modes run: ``chat`` is ``chat_completions``,
-``responses`` is ``codex_responses``.
+hermes's default). Three hermes API modes run: ``chat`` is ``chat_completions``,
+``responses`` is ``codex_responses``, ``messages`` is ``anthropic_messages``. A turn in
+which hermes ran the tool with cut arguments is reported as raised
+``ExecutedTruncatedToolCall`` (expect ``error:ExecutedTruncatedToolCall``).
 
 Two entry points:
 
@@ -76,7 +80,7 @@ HERMES_MIN_CEILING_S = 45.0
 
 class HermesTarget(Target):
     name = "hermes"
-    apis = ("chat", "responses")
+    apis = ("chat", "responses", "messages")
     min_ceiling_s: ClassVar[float] = HERMES_MIN_CEILING_S
 
     @classmethod

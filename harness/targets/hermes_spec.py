@@ -38,6 +38,8 @@ API_MODES = {
     "chat_completions": "chat_completions",
     "responses": "codex_responses",
     "codex_responses": "codex_responses",
+    "messages": "anthropic_messages",
+    "anthropic_messages": "anthropic_messages",
 }
 
 
@@ -120,8 +122,10 @@ def hermes_config(settings: dict[str, Any]) -> dict[str, Any]:
 
 def spec_from_job(job: dict[str, Any], home: str) -> dict[str, Any]:
     """A driver spec for one runner job (``harness.targets.base.Job.to_dict()``)."""
-    if job.get("api", "chat") not in ("chat", "responses"):
-        raise SpecError(f"hermes does not speak api={job.get('api')!r}; allowed: chat, responses")
+    if job.get("api", "chat") not in ("chat", "responses", "messages"):
+        raise SpecError(
+            f"hermes does not speak api={job.get('api')!r}; allowed: chat, responses, messages"
+        )
     users = [
         m.get("content")
         for m in job.get("messages") or ()
@@ -185,6 +189,8 @@ def parse_spec(raw: Any) -> dict[str, Any]:
         raise SpecError(f"spec.pause_s={pause_s!r} is not valid; allowed: a number of seconds >= 0")
     env = {**hermes_env(settings, float(time_scale)), **{k: str(v) for k, v in env.items()}}
     config = merge(hermes_config(settings), config)
+    if API_MODES[api] == "anthropic_messages" and base_url.rstrip("/").endswith("/v1"):
+        base_url = base_url.rstrip("/")[: -len("/v1")]  # the anthropic SDK adds /v1/messages
     return {
         "base_url": base_url,
         "api_key": str(raw.get("api_key") or DEFAULT_API_KEY),

@@ -3,7 +3,7 @@ touches hermes.
 
 Runs inside hermes-agent's virtualenv (``hermes_driver.py`` loads it by path, with its
 siblings ``hermes_spec`` and ``protocol``); stdlib and hermes only. It builds one real
-``run_agent.AIAgent`` (no tools, no memory, no context files) in a scratch
+``run_agent.AIAgent`` (one harmless tool, ``hermes_tool``; no memory, no context files) in a scratch
 ``HERMES_HOME``, runs a spec's turns on it (rebuilding the primary OpenAI client
 between turns through ``_replace_primary_openai_client`` where asked), and turns a
 finished run into the child protocol's result fields (:func:`protocol_result`).
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import hermes_tool
 from .hermes_spec import DEFAULT_API_KEY, DEFAULT_CONTEXT_LENGTH, DEFAULT_MODEL, merge
 from .protocol import MAX_MESSAGE_CHARS, describe_exception
 
@@ -52,12 +53,13 @@ _TURN_DETAILS = (
     "t_end",
     "elapsed_s",
     "rebuild",
+    "tool_calls",
 )
 _AGENT_OPTIONS = {
     "quiet_mode": True,
     "skip_context_files": True,
     "skip_memory": True,
-    "enabled_toolsets": [],
+    "enabled_toolsets": [hermes_tool.TOOLSET],  # one harmless tool (hermes_tool)
     "platform": "cli",
 }
 
@@ -78,6 +80,7 @@ def run_turns(
     """Build the agent and run the turns; HERMES_HOME and the env must already be set."""
     from run_agent import AIAgent  # noqa: PLC0415 - must follow the env setup
 
+    hermes_tool.register()
     mark = on_event or (lambda kind, detail="": None)
     agent = AIAgent(
         base_url=spec["base_url"],
@@ -130,6 +133,21 @@ def protocol_result(run: dict[str, Any]) -> dict[str, Any]:
     count = len(run["turns"])
     turn = next((t for t in run["turns"] if not _clean(t)), run["turns"][-1])
     where = f"turn {turn['index'] + 1}/{count}: " if count > 1 and not _clean(turn) else ""
+    cut = next(
+        (a for t in run["turns"] for a in t.get("tool_calls") or () if hermes_tool.truncated(a)),
+        None,
+    )
+    if cut is not None:
+        # the agent ran a tool call whose arguments were cut: worse than any reply
+        message = f"hermes executed {hermes_tool.TOOL_NAME} with cut arguments {cut!r}"
+        return {
+            "status": "raised",
+            "error": hermes_tool.EXECUTED_TRUNCATED_MRO[0],
+            "mro": list(hermes_tool.EXECUTED_TRUNCATED_MRO),
+            "message": message[:MAX_MESSAGE_CHARS],
+            "causes": [],
+            "details": details,
+        }
     exc = turn["exception"]
     if exc is not None:
         message = (where + exc["message"])[:MAX_MESSAGE_CHARS]
@@ -167,6 +185,7 @@ def warm_up() -> None:
     runs a turn."""
     from run_agent import AIAgent  # noqa: PLC0415 - after HERMES_HOME is set
 
+    hermes_tool.register()
     AIAgent(
         base_url=WARM_UP_BASE_URL,
         api_key=DEFAULT_API_KEY,
@@ -217,6 +236,7 @@ def _finish_reason(turn: dict[str, Any]) -> str | None:
 
 def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
     t0 = time.monotonic()
+    before = len(hermes_tool.executed())
     result: dict[str, Any] = {}
     exception = None
     try:
@@ -238,6 +258,7 @@ def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
         "failure_reason": _str_or_none(result.get("failure_reason")),
         "api_calls": result.get("api_calls"),
         "exception": exception,
+        "tool_calls": [c["arguments"] for c in hermes_tool.executed()[before:]],
         "t_start": t0,
         "t_end": t1,
         "elapsed_s": t1 - t0,

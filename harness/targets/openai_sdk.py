@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.replies import render_tool_call
 from harness.targets.base import (
     CallResult,
     EventLog,
@@ -86,8 +87,15 @@ def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
         resp = client.chat.completions.create(**kwargs)
         log.mark("response")
         choice = resp.choices[0]
-        return CallResult(text=choice.message.content or "", finish_reason=choice.finish_reason)
+        rendered = "".join(
+            render_tool_call(tc.function.name, tc.function.arguments)
+            for tc in choice.message.tool_calls or ()
+        )
+        return CallResult(
+            text=(choice.message.content or "") + rendered, finish_reason=choice.finish_reason
+        )
     parts: list[str] = []
+    calls: dict[int, list[str]] = {}  # index -> [name, arguments...], as a naive agent loop
     finish = None
     stream = client.chat.completions.create(stream=True, **kwargs)
     log.mark("headers")
@@ -97,10 +105,17 @@ def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
                 if choice.delta is not None and choice.delta.content:
                     parts.append(choice.delta.content)
                     log.mark("delta", f"{len(choice.delta.content)} chars")
+                for tc in (choice.delta.tool_calls if choice.delta is not None else None) or ():
+                    entry = calls.setdefault(tc.index, [""])
+                    if tc.function is not None and tc.function.name:
+                        entry[0] = tc.function.name
+                    if tc.function is not None and tc.function.arguments:
+                        entry.append(tc.function.arguments)
                 if choice.finish_reason:
                     finish = choice.finish_reason
     log.mark("stream_end", f"finish_reason={finish}")
-    return CallResult(text="".join(parts), finish_reason=finish)
+    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+    return CallResult(text="".join(parts) + rendered, finish_reason=finish)
 
 
 def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
@@ -110,9 +125,15 @@ def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
     if not job.stream:
         resp = client.responses.create(**kwargs)
         log.mark("response")
-        return CallResult(text=resp.output_text or "", finish_reason=resp.status)
+        rendered = "".join(
+            render_tool_call(item.name, item.arguments)
+            for item in resp.output
+            if item.type == "function_call"
+        )
+        return CallResult(text=(resp.output_text or "") + rendered, finish_reason=resp.status)
     parts: list[str] = []
     finish = None
+    calls: dict[str, list[str]] = {}  # item id -> [name, arguments...]
     stream = client.responses.create(stream=True, **kwargs)
     log.mark("headers")
     with stream:
@@ -121,7 +142,12 @@ def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
             if kind == "response.output_text.delta":
                 parts.append(event.delta)
                 log.mark("delta", f"{len(event.delta)} chars")
+            elif kind == "response.output_item.added" and event.item.type == "function_call":
+                calls[event.item.id] = [event.item.name]
+            elif kind == "response.function_call_arguments.delta":
+                calls.setdefault(event.item_id, [""]).append(event.delta)
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 finish = kind.rsplit(".", 1)[-1]
     log.mark("stream_end", f"finish_reason={finish}")
-    return CallResult(text="".join(parts), finish_reason=finish)
+    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for c in calls.values())
+    return CallResult(text="".join(parts) + rendered, finish_reason=finish)

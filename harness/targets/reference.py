@@ -66,11 +66,12 @@ class ReferenceTarget(Target):
                 replies.append(reply)
         last = replies[-1]
         return CallResult(
-            text=last.text,
+            # tool calls as comparable text (harness.replies.render_tool_call)
+            text=last.text + _rendered_calls(last),
             finish_reason=last.finish_reason,
             # every request of the job, so the runner can set it next to the server's count
             attempts=sum(r.attempts for r in replies),
-            texts=tuple(r.text for r in replies),
+            texts=tuple(r.text + _rendered_calls(r) for r in replies),
         )
 
 
@@ -85,3 +86,9 @@ def scaled_settings(
         if values.get(name) is not None:
             values[name] = float(values[name]) * time_scale
     return values
+
+
+def _rendered_calls(reply: Any) -> str:
+    from harness.replies import render_tool_call
+
+    return "".join(render_tool_call(c.name, c.raw_arguments) for c in reply.tool_calls)

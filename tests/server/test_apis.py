@@ -125,3 +125,29 @@ def test_keepalive_on_messages_stream_is_ping_events(server: FaultServer) -> Non
     assert complete and events[-1].event == "message_stop"
     assert b": keepalive" not in payload
     assert [e.event for e in events].count("ping") >= 3  # 1 planned + keep-alives
+
+
+@pytest.mark.parametrize(
+    ("api", "result"),
+    [
+        ("chat", {"role": "tool", "tool_call_id": "c", "content": "ok"}),
+        ("responses", {"type": "function_call_output", "call_id": "c", "output": "ok"}),
+        ("messages", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c"}]}),
+    ],
+)
+def test_a_tool_call_reply_answers_a_tool_result_with_text(api: str, result: dict) -> None:
+    from harness.server.apis import plan_reply
+
+    key = "input" if api == "responses" else "messages"
+    first = plan_reply(
+        api, {key: [{"role": "user", "content": "x"}], "stream": True}, events=3, shape="tool_call"
+    )
+    after = plan_reply(
+        api,
+        {key: [{"role": "user", "content": "x"}, result], "stream": True},
+        events=3,
+        shape="tool_call",
+    )
+    assert "tool_args" in first.kinds and "text" not in first.kinds
+    assert "tool_args" not in after.kinds and "text" in after.kinds
+    assert not after.expected_text.startswith("<tool_call")

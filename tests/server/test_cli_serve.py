@@ -66,12 +66,13 @@ def test_bad_script_file_exits_2_naming_file_field_and_allowed(tmp_path: Path) -
     assert "bad.json" in err and "framing" in err and "chunked" in err and "Traceback" not in err
 
 
-def test_blackhole_in_a_script_file_is_refused_by_the_server(tmp_path: Path) -> None:
-    script = tmp_path / "bh.toml"
-    script.write_text('[[script.rules]]\nfault = {phase = "headers", action = "blackhole"}\n')
+def test_a_relay_only_action_in_a_script_file_is_refused_by_the_server(tmp_path: Path) -> None:
+    script = tmp_path / "sc.toml"
+    script.write_text('[[script.rules]]\nfault = {phase = "headers", action = "swallow_close"}\n')
     proc = start("127.0.0.1", "0", str(script), "1.0")
     _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 2 and "blackhole" in err and "kernel" in err
+    assert proc.returncode == 2 and "swallow_close" in err and "relay" in err
+    assert "Traceback" not in err
 
 
 def test_load_script_file_reads_script_table(tmp_path: Path) -> None:

@@ -40,6 +40,14 @@ ENDINGS = {
     "truncate": "clean-cut",
     "close_idle": "eof-after-complete",
     "stall_upload": "complete",
+    # payload faults: the stream's events themselves are edited
+    "comment": "complete",
+    "cut_tool_call": "clean-cut",
+    "drop_event": "complete",
+    "drop_field": "complete",
+    "duplicate_event": "complete",
+    "inband_error": "clean-cut",
+    "swap_events": "complete",
 }
 CASES = [
     (name, kind)

@@ -94,7 +94,13 @@ def test_random_bytes_never_stop_the_server(server: FaultServer, junk: bytes, sh
     assert_serves_normally(server)
 
 
-@pytest.mark.parametrize("action", ["blackhole", "swallow_close"])
+def test_blackhole_is_not_an_action_a_dead_peer_is_the_kernel_backend() -> None:
+    with pytest.raises(FaultSpecError) as info:
+        script_from_dict({"rules": [{"fault": {"phase": "headers", "action": "blackhole"}}]})
+    assert info.value.field == "script.rules[0].fault.action" and "hang" in info.value.allowed
+
+
+@pytest.mark.parametrize("action", ["swallow_close"])
 def test_scripts_with_actions_the_server_cannot_perform_are_rejected(
     server: FaultServer, action: str
 ) -> None:

@@ -73,9 +73,16 @@ def test_hermes_config_maps_max_attempts_to_api_max_retries() -> None:
 
 def test_parse_spec_rejects_an_unknown_api_naming_the_allowed_values() -> None:
     with pytest.raises(
-        driver.SpecError, match=r"spec\.api='messages' is not valid; allowed: .*responses"
+        driver.SpecError, match=r"spec\.api='gemini' is not valid; allowed: .*responses"
     ):
-        driver.parse_spec({"base_url": "http://127.0.0.1:1/v1", "api": "messages", "turns": ["hi"]})
+        driver.parse_spec({"base_url": "http://127.0.0.1:1/v1", "api": "gemini", "turns": ["hi"]})
+
+
+def test_parse_spec_runs_messages_in_anthropic_mode_against_the_server_root() -> None:
+    spec = driver.parse_spec(
+        {"base_url": "http://127.0.0.1:1/v1", "api": "messages", "turns": ["hi"]}
+    )
+    assert (spec["api_mode"], spec["base_url"]) == ("anthropic_messages", "http://127.0.0.1:1")
 
 
 def test_parse_spec_rejects_missing_base_url_and_empty_turns() -> None:
@@ -104,9 +111,9 @@ def test_spec_from_job_repeats_the_user_message_per_call_and_rebuilds_after_n() 
     assert spec["pause_s"] == 0.5  # scaled like every scenario duration
 
 
-def test_spec_from_job_refuses_the_messages_api() -> None:
-    with pytest.raises(driver.SpecError, match="hermes does not speak api='messages'"):
-        driver.spec_from_job({"base_url": "http://127.0.0.1:1/v1", "api": "messages"}, "/tmp/h")
+def test_spec_from_job_refuses_an_api_hermes_does_not_speak() -> None:
+    with pytest.raises(driver.SpecError, match="hermes does not speak api='gemini'"):
+        driver.spec_from_job({"base_url": "http://127.0.0.1:1/v1", "api": "gemini"}, "/tmp/h")
 
 
 def _turn(index: int = 0, **fields: Any) -> dict[str, Any]:
@@ -218,7 +225,7 @@ def test_driver_answers_a_bad_spec_with_one_json_line_naming_the_field() -> None
     # The spec is checked before hermes is imported, so any python can run this.
     proc = subprocess.run(
         [sys.executable, "-I", str(DRIVER_PATH), "-"],
-        input=b'{"base_url": "http://127.0.0.1:1/v1", "api": "messages", "turns": ["hi"]}',
+        input=b'{"base_url": "http://127.0.0.1:1/v1", "api": "gemini", "turns": ["hi"]}',
         capture_output=True,
         timeout=30,
         check=False,
@@ -227,7 +234,7 @@ def test_driver_answers_a_bad_spec_with_one_json_line_naming_the_field() -> None
     (line,) = proc.stdout.decode().splitlines()
     result = json.loads(line)
     assert result["ok"] is False and result["stage"] == "spec"
-    assert "spec.api='messages' is not valid" in result["exception"]["message"]
+    assert "spec.api='gemini' is not valid" in result["exception"]["message"]
 
 
 def test_unavailable_reason_names_the_missing_interpreter(tmp_path: Path) -> None:
@@ -246,8 +253,10 @@ def test_unavailable_reason_names_a_venv_without_hermes(tmp_path: Path) -> None:
 
 
 def test_hermes_call_rejects_an_unknown_api() -> None:
-    with pytest.raises(ValueError, match="api: 'messages' is not valid; allowed: chat, responses"):
-        HermesCall(base_url="http://127.0.0.1:1/v1", api="messages")
+    with pytest.raises(
+        ValueError, match="api: 'gemini' is not valid; allowed: chat, responses, messages"
+    ):
+        HermesCall(base_url="http://127.0.0.1:1/v1", api="gemini")
 
 
 # --------------------------------------------------------------------------- real hermes

@@ -1,0 +1,350 @@
+"""One streamed or JSON reply body on the wire, with the rule's fault fired at its phase.
+
+:func:`write_reply` sends one reply plan (``apis.ReplyPlan``) under the script's
+framing and fires the request's fault where its phase says: ``headers`` after the
+status line and headers, ``event:N`` after N counted units (see ``apis`` for what N
+counts), ``bytes:N`` after exactly N body bytes -- inside an SSE event, inside a
+chunk, or inside a UTF-8 sequence. What the fault *does* is its action's ``fire``
+(``harness.faults.actions``); :class:`BodyWriter` is the :class:`~harness.faults.Site`
+it acts on. Payload faults edit the plan's units once, before the first byte
+(``Action.edit_units``), so the per-event loop stays a plain write per unit.
+
+Framing (``FaultScript.framing``):
+
+* ``chunked``: ``Transfer-Encoding: chunked``; one chunk per unit. A cut inside a unit
+  leaves its chunk incomplete; an action that ends the body cleanly (``truncate``)
+  instead ends the chunk at the cut and sends the ``0`` terminator.
+* ``content-length``: the length is computed up front from the plan; under
+  ``truncate`` it is the truncated length. Keep-alive comments are not sent (they
+  would change the length); ``drip`` sends them only while they fit.
+* ``close``: no length, ``Connection: close``; the body ends with FIN. A ``truncate``
+  or ``fin`` here looks like a normal end of body to a client.
+
+Timing: paced units are due at ``t0 + i * event_interval_s`` (plus ``slow`` shifts),
+``t0`` being when the headers were written; each wait sleeps until the absolute
+deadline, so lateness never accumulates. Keep-alive comments fill waits longer than
+``keepalive_comment_s``. All waits end early when the peer goes.
+
+Not here: request parsing and routing (``requests.py``), the actions' behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from harness.server.apis import ReplyPlan
+from harness.server.connection import PeerGone
+from harness.server.wire import Exchange
+
+__all__ = ["BodyWriter", "write_reply"]
+
+BODY_PHASES = ("headers", "event", "bytes")
+
+
+async def write_reply(ex: Exchange, plan: ReplyPlan) -> bool:
+    """Send ``plan`` with the exchange's fault; True when the connection may be reused."""
+    return await BodyWriter(ex, plan).run()
+
+
+class _Closed(Exception):
+    """The response ended with the connection (fault fired, or peer gone)."""
+
+
+class _Truncated(Exception):
+    """The body was ended cleanly before its terminal marker."""
+
+
+class BodyWriter:
+    """State of one body being written; the :class:`~harness.faults.Site` of body faults."""
+
+    def __init__(self, ex: Exchange, plan: ReplyPlan) -> None:
+        self.ex = ex
+        self.conn = ex.conn
+        self.plan = plan
+        self.api = plan.api
+        self.script = ex.script
+        self.framing = ex.script.framing
+        self.loop = asyncio.get_running_loop()
+        fault = ex.fault
+        self.fault = fault if fault is not None and fault.phase.kind in BODY_PHASES else None
+        self.action = self.fault.action if self.fault is not None else None
+        self.phase = ""
+        self.fired = False
+        self.sent = 0  # body bytes (framing excluded)
+        self.last_write = 0.0
+        self.event_shift = 0.0  # extra delay per event after a `slow` fired
+        self.slow_from: int | None = None
+        self.byte_delay = 0.0
+        self.next_byte_at = 0.0
+        self.cut = (
+            self.fault.phase.n
+            if self.fault is not None and self.fault.phase.kind == "bytes"
+            else None
+        )
+        self.declared: int | None = None
+        self.counted = 0  # counted units fully written
+        self.in_unit = False
+        kinds = plan.kinds or ("",) * len(plan.units)
+        # a dialect's comment lines are part of the healthy bytes but never counted
+        units = [(u, k != "comment") for u, k in zip(plan.units, kinds, strict=True)]
+        if self.action is not None:
+            units = self.action.edit_units(units, self.fault.phase.n or 0, plan)  # type: ignore[union-attr]
+        self.units = units
+        #: payload edits that end the body where their units stop fire after the last one
+        self.at_end = self.action is not None and self.action.fires_at_end
+
+    # ------------------------------------------------------------------ Site
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    def record(self, kind: str, **detail: Any) -> None:
+        self.ex.record(kind, **detail)
+
+    def ending(self) -> None:
+        return None  # the request was recorded before its reply began
+
+    async def end_body(self) -> None:
+        """End the body cleanly here, without its terminal marker."""
+        conn = self.conn
+        if self.framing == "close":
+            await conn.flush()
+            conn.half_close()
+            conn.close(self.action.name if self.action is not None else "end of body")
+            raise _Closed
+        if self.framing == "chunked":
+            conn.write(b"0\r\n\r\n")
+        await conn.drain()
+        self.ex.record("response_done", bytes=self.sent, truncated=True)
+        if not self.ex.keep_alive:
+            conn.close("connection: close")
+        raise _Truncated
+
+    def keepalive_unit(self, comment: str) -> bytes:
+        return self.plan.drip(comment)
+
+    async def write_keepalive(self, data: bytes, scheduled: float) -> None:
+        self._keepalive(data, scheduled=scheduled)
+        await self.conn.drain()
+
+    def slow_events(self, delay_s: float) -> None:
+        self.event_shift = delay_s
+        self.slow_from = self.counted + (1 if self.in_unit else 0)
+
+    def slow_bytes(self, delay_s: float) -> None:
+        self.byte_delay = delay_s
+        self.next_byte_at = self.loop.time()
+
+    async def respond(
+        self, code: int, body: bytes, content_type: str, headers: Sequence[tuple[str, str]]
+    ) -> None:
+        raise RuntimeError("a status cannot be sent inside a body")  # phases forbid it
+
+    def error_body(self, code: int, message: str) -> bytes:
+        from harness.server.apis import error_body
+
+        return error_body(self.api, code, message)
+
+    # ------------------------------------------------------------------ flow
+
+    async def run(self) -> bool:
+        try:
+            return await self._run()
+        except _Closed:
+            return False
+        except _Truncated:
+            return self.framing != "close" and self.ex.keep_alive
+        except PeerGone:
+            return False
+
+    async def _run(self) -> bool:
+        ex, conn, script = self.ex, self.conn, self.script
+        if script.first_byte_delay_s > 0:
+            if not await conn.sleep_until(self.loop.time() + script.first_byte_delay_s):
+                raise _Closed
+        self.declared = self._declared_length() if self.framing == "content-length" else None
+        conn.write(self._head())
+        ex.record("status_sent", code=200)
+        ex.record("headers_sent", framing=self.framing)
+        self.last_write = t0 = self.loop.time()
+        if self._due("headers"):
+            await self._fire("headers")
+        counted = 0
+        interval = script.event_interval_s
+        for data, is_counted in self.units:
+            self.counted = counted
+            if self._due("event", counted):
+                await self._fire(f"event:{counted}")
+            if not is_counted:  # an insert of a payload fault: never paced, never counted
+                await self._unit(data)
+                continue
+            scheduled = t0 + counted * interval
+            if self.slow_from is not None and counted >= self.slow_from:
+                scheduled += self.event_shift * (counted - self.slow_from + 1)
+            await self._wait_until(scheduled)
+            await self._unit(data)
+            counted += 1
+            if interval > 0 or self.event_shift:
+                ex.record("event_sent", n=counted, scheduled=scheduled)
+            else:
+                ex.record("event_sent", n=counted)
+        self.counted = counted
+        if self.at_end and not self.fired:
+            await self._fire(f"event:{counted}")
+        if self._due("event", counted) or (self.cut is not None and not self.fired):
+            await self._fire(f"event:{counted}" if self.cut is None else f"bytes:{self.cut}")
+        return await self._finish()
+
+    async def _finish(self) -> bool:
+        if self.framing == "chunked":
+            self.conn.write(b"0\r\n\r\n")
+        await self.conn.drain()
+        self.ex.record("response_done", bytes=self.sent)
+        if self.framing == "close" or not self.ex.keep_alive:
+            self.conn.close(
+                "close-delimited body" if self.framing == "close" else "connection: close"
+            )
+            return False
+        return True
+
+    # ------------------------------------------------------------------ writing
+
+    def _head(self) -> bytes:
+        lines = [
+            "HTTP/1.1 200 OK",
+            f"content-type: {self.plan.content_type}",
+            "cache-control: no-cache",
+            f"x-request-id: {self.ex.request_id}",
+        ]
+        lines += self.plan.headers
+        if self.framing == "chunked":
+            lines.append("transfer-encoding: chunked")
+        elif self.framing == "content-length":
+            lines.append(f"content-length: {self.declared}")
+        if self.framing == "close" or not self.ex.keep_alive:
+            lines.append("connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def _unit(self, data: bytes) -> None:
+        """Write one unit, cutting at ``bytes:N`` and trickling under a per-byte ``slow``."""
+        chunked = self.framing == "chunked"
+        if self.declared is not None:
+            data = data[: max(0, self.declared - self.sent)]
+            if not data:
+                return
+        cut = self.cut
+        if not self.byte_delay and (cut is None or self.fired or cut >= self.sent + len(data)):
+            # the common case: one write (one syscall) for the whole framed unit
+            self.conn.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
+            self.sent += len(data)
+            self.last_write = self.loop.time()
+            if self.conn.write_paused:
+                await self.conn.drain()
+            return
+        pos = 0
+        clean_cut = (
+            cut is not None
+            and not self.fired
+            and self.action is not None
+            and self.action.ends_body_cleanly
+            and self.sent <= cut < self.sent + len(data)
+        )
+        if clean_cut:
+            data = data[: cut - self.sent]  # the chunk ends where the body is cut
+        if cut is not None and not self.fired and self.sent == cut:
+            await self._fire(f"bytes:{cut}")  # at a unit boundary: before its chunk header
+        if chunked and data:
+            self.conn.write(b"%x\r\n" % len(data))
+        self.in_unit = True
+        while pos < len(data):
+            if cut is not None and not self.fired and self.sent == cut:
+                await self._fire(f"bytes:{cut}")
+            end = len(data)
+            if cut is not None and not self.fired and self.sent < cut:
+                end = min(end, pos + cut - self.sent)
+            if self.byte_delay:
+                end = pos + 1
+                self.next_byte_at += self.byte_delay
+                await self._wait_until(self.next_byte_at, keepalive=False)
+            self.conn.write(data[pos:end])
+            self.sent += end - pos
+            pos = end
+        if chunked and data:
+            self.conn.write(b"\r\n")
+        self.in_unit = False
+        self.last_write = self.loop.time()
+        await self.conn.drain()
+        if clean_cut:
+            await self._fire(f"bytes:{cut}")
+
+    async def _wait_until(self, deadline: float, *, keepalive: bool = True) -> None:
+        ka = self.script.keepalive_comment_s
+        if keepalive and ka and self.framing != "content-length":
+            while self.last_write + ka < deadline:
+                if not await self.conn.sleep_until(self.last_write + ka):
+                    raise _Closed
+                self._keepalive(self.plan.keepalive)
+        if not await self.conn.sleep_until(deadline):
+            raise _Closed
+
+    def _keepalive(self, data: bytes, scheduled: float | None = None) -> bool:
+        """Write a keep-alive unit (never counted); False if it would overflow a declared length."""
+        if self.declared is not None and self.sent + len(data) > self.declared:
+            return False
+        if self.framing == "chunked":
+            self.conn.write(b"%x\r\n%s\r\n" % (len(data), data))
+        else:
+            self.conn.write(data)
+        self.sent += len(data)
+        self.last_write = self.loop.time()
+        if scheduled is None:
+            self.ex.record("comment_sent")
+        else:
+            self.ex.record("comment_sent", scheduled=scheduled)
+        return True
+
+    # ------------------------------------------------------------------ faults
+
+    def _due(self, kind: str, n: int | None = None) -> bool:
+        f = self.fault
+        return (
+            f is not None
+            and not self.fired
+            and not self.at_end
+            and f.phase.kind == kind
+            and f.phase.n == n
+        )
+
+    async def _fire(self, where: str) -> None:
+        """Fire the fault here; returns only for non-terminal actions."""
+        action = self.action
+        assert action is not None
+        self.fired = True
+        self.phase = where
+        self.ex.record("fault", action=action.name, phase=where)
+        if not action.terminal:
+            await action.fire(self)
+            return
+        if not action.ends_body_cleanly:
+            await self.conn.flush()
+        await action.fire(self)
+        raise _Closed
+
+    def _declared_length(self) -> int:
+        total = sum(len(u) for u, _ in self.units)
+        f = self.fault
+        if f is None or not f.action.ends_body_cleanly:
+            return total
+        if f.phase.kind == "headers":
+            return 0
+        if f.phase.kind == "bytes":
+            return min(f.phase.n or 0, total)
+        n, size = 0, 0
+        for data, counted in self.units:
+            if counted and n == f.phase.n:
+                break
+            size += len(data)
+            n += counted
+        return size

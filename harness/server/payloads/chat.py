@@ -1,0 +1,139 @@
+"""chat.completions: the chunk stream (or one ``chat.completion`` document)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.server.dialects import Dialect
+from harness.server.payloads.common import HOLE, Content, Units, data_unit, dumps
+
+__all__ = ["build"]
+
+
+def build(
+    body: Mapping[str, Any],
+    content: Content,
+    *,
+    stream: bool,
+    model: str,
+    seed: str,
+    prompt_tokens: int,
+    created: int,
+    dialect: Dialect,
+) -> Units:
+    cid = f"chatcmpl-{seed}"
+    completion = (
+        len(content.deltas)
+        + len(content.reasoning)
+        + sum(len(c.fragments) for c in content.tool_calls)
+    )
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+    }
+    finish = "tool_calls" if content.tool_calls else "stop"
+    out = Units()
+    if not stream:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content.text if content.deltas else None,
+            "refusal": None,
+        }
+        if content.reasoning:
+            message[dialect.reasoning_field] = "".join(content.reasoning)
+        if content.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in content.tool_calls
+            ]
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+        doc = {
+            "id": cid,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            **dialect.chunk_extra,
+            "choices": [choice],
+            "usage": usage,
+        }
+        out.add(dumps(doc), "document")
+        return out
+
+    def chunk(delta: dict[str, Any], reason: str | None, **extra: Any) -> bytes:
+        choice: dict[str, Any] = {"index": 0, "delta": delta}
+        if dialect.choice_logprobs:
+            choice["logprobs"] = None
+        choice["finish_reason"] = reason
+        choice.update(dialect.choice_extra)
+        doc = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            **dialect.chunk_extra,
+            "choices": [choice],
+            **extra,
+        }
+        return data_unit(doc)
+
+    def bare(**extra: Any) -> bytes:
+        doc = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            **dialect.chunk_extra,
+            "choices": [],
+            **extra,
+        }
+        return data_unit(doc)
+
+    for text in dialect.comments:
+        out.add(b": " + text.encode() + b"\n\n", "comment")
+    if dialect.empty_first_chunk:
+        out.add(bare(), "open")
+    role: dict[str, Any] = {"role": "assistant"}
+    if dialect.role_content:
+        role["content"] = ""
+    if dialect.role_refusal:
+        role["refusal"] = None
+    out.add(chunk(role, None), "open")
+    if content.reasoning:
+        out.fill(chunk({dialect.reasoning_field: HOLE}, None), content.reasoning, "reasoning")
+    if content.deltas:
+        out.fill(chunk({"content": HOLE}, None), content.deltas, "text")
+    for i, call in enumerate(content.tool_calls):
+        start = {
+            "index": i,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        out.add(chunk({"tool_calls": [start]}, None), "open")
+        template = chunk({"tool_calls": [{"index": i, "function": {"arguments": HOLE}}]}, None)
+        out.fill(template, list(call.fragments), "tool_args", call=i)
+    if dialect.usage == "finish":
+        out.add(chunk({}, finish, usage=usage), "finish")
+    else:
+        out.add(chunk({}, finish), "finish")
+    options = body.get("stream_options")
+    wants_usage = isinstance(options, Mapping) and options.get("include_usage")
+    if dialect.usage == "always" or (dialect.usage == "on_request" and wants_usage):
+        out.add(bare(usage=usage), "usage")
+    out.add(b"data: [DONE]\n\n", "terminal")
+    return out
+
+
+def error_event(kind: str, message: str) -> bytes:
+    """An in-band error chunk as OpenAI-compatible aggregators send it mid-stream."""
+    code = {"overloaded": 529, "rate_limit": 429, "server_error": 500}[kind]
+    err_type = {"overloaded": "overloaded_error", "rate_limit": "rate_limit_error"}.get(
+        kind, "server_error"
+    )
+    return data_unit({"error": {"message": message, "type": err_type, "code": code}})

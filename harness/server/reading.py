@@ -1,0 +1,151 @@
+"""Reading one request off a connection: its head (h11) and its body (with an upload stall).
+
+:func:`read_head` waits for the next request head on a kept-alive connection, runs the
+previous rule's idle-phase fault while the connection is idle (``Action.at_idle``) and
+closes after the script's ``idle_timeout_s``; :func:`read_body` reads the body, stopping
+after ``after_bytes`` for an upload stall (``Action.upload_stall``). Bad input is
+answered (400/413/431) by the caller's ``bad_request``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import h11
+
+from harness.faults import FaultScript
+from harness.server.connection import Connection
+from harness.server.wire import Exchange, RequestSite
+
+__all__ = [
+    "CAUTIOUS_READ_BYTES",
+    "MAX_BODY_BYTES",
+    "MAX_HEAD_BYTES",
+    "has_stall",
+    "read_body",
+    "read_head",
+]
+
+MAX_HEAD_BYTES = 16 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024
+#: While a script has a stall_upload rule, request heads are read this many bytes at a
+#: time so that little of the body is pulled from the kernel before the rule is known.
+CAUTIOUS_READ_BYTES = 512
+
+
+def has_stall(script: FaultScript) -> bool:
+    """True when a rule of ``script`` stops reading request bodies."""
+    return any(r.fault.action.upload_stall() is not None for r in script.rules)
+
+
+async def read_head(
+    conn: Connection,
+    script: FaultScript,
+    idle_fault: Exchange | None,
+    record: Callable[..., Any],
+    bad_request: Callable[
+        [Connection, h11.RemoteProtocolError, Callable[..., Any]], Awaitable[None]
+    ],
+) -> tuple[h11.Connection, h11.Request] | None:
+    """Parse the next request head; None when the connection should end."""
+    loop = asyncio.get_running_loop()
+    cautious = has_stall(script)
+    conn.allow_read(conn.bytes_in + CAUTIOUS_READ_BYTES if cautious else None)
+    parser = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+    idle_deadline = None if script.idle_timeout_s is None else loop.time() + script.idle_timeout_s
+    got_any = False
+    eof_fed = False
+    while True:
+        data = conn.take_input()
+        if data:
+            parser.receive_data(data)
+            got_any = True
+        try:
+            event = parser.next_event()
+        except h11.RemoteProtocolError as exc:
+            await bad_request(conn, exc, record)
+            return None
+        if isinstance(event, h11.Request):
+            size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
+            if size > MAX_HEAD_BYTES:  # h11 only limits heads that arrive incomplete
+                err = h11.RemoteProtocolError("request head too large", error_status_hint=431)
+                await bad_request(conn, err, record)
+                return None
+            return parser, event
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        # NEED_DATA
+        if conn.gone:
+            if not got_any or eof_fed:
+                return None  # a clean close between requests (or after a half request)
+            parser.receive_data(b"")
+            eof_fed = True
+            continue
+        if got_any:
+            await conn.wait_input(None)
+            continue
+        if idle_fault is not None:
+            site = RequestSite(idle_fault, "idle", "")
+            if not await idle_fault.fault.action.at_idle(site):  # type: ignore[union-attr]
+                return None
+            idle_fault = None
+            continue
+        if not await conn.wait_input(idle_deadline):
+            conn.close("idle_timeout_s")
+            return None
+
+
+async def read_body(
+    conn: Connection,
+    parser: h11.Connection,
+    stall: tuple[int, float | None] | None,
+    record: Callable[..., Any],
+) -> bytes | None:
+    """Read the request body (None: the peer went away or sent garbage)."""
+    loop = asyncio.get_running_loop()
+    chunks: list[bytes] = []
+    size = 0
+    stalled = stall is None
+    after_bytes, duration_s = stall if stall is not None else (0, None)
+    if stall is not None:
+        conn.allow_read(conn.bytes_in + max(0, after_bytes - len(parser.trailing_data[0])))
+    while True:
+        try:
+            event = parser.next_event()
+        except h11.RemoteProtocolError:
+            return None
+        if isinstance(event, h11.Data):
+            chunks.append(event.data)
+            size += len(event.data)
+            if size > MAX_BODY_BYTES:
+                return None
+            continue
+        if isinstance(event, h11.EndOfMessage):
+            leftover, _closed = parser.trailing_data
+            conn.unread(leftover)
+            conn.allow_read(None)
+            return b"".join(chunks)
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        # NEED_DATA
+        if not stalled and size >= after_bytes:
+            stalled = True
+            conn.allow_read(conn.bytes_in)  # read nothing more from the kernel
+            record("upload_stalled", body_bytes=size)
+            deadline = None if duration_s is None else loop.time() + duration_s
+            if not await conn.sleep_until(deadline):
+                return None
+            record("upload_resumed", body_bytes=size)
+            conn.allow_read(None)
+        data = conn.take_input()
+        if data:
+            parser.receive_data(data)
+            continue
+        if conn.gone:
+            parser.receive_data(b"")
+            continue
+        if not stalled:
+            conn.allow_read(conn.bytes_in + max(1, after_bytes - size))
+        await conn.wait_input(None)
