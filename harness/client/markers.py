@@ -4,7 +4,8 @@ One place for the rules both faces of the stack apply -- the reference client's 
 reading and the ``harness.guard`` transport, which watches a body it does not parse::
 
     api        keep-alive (never progress)            terminal marker (the answer is complete)
-    chat       ``:`` comments                          ``data: [DONE]``
+    chat       ``:`` comments                          ``data: [DONE]`` (any data
+                                                       starting with it: :func:`is_done`)
     responses  ``:`` comments                          response.completed, response.incomplete
     messages   ``:`` comments, ``ping`` events         message_stop
 
@@ -22,7 +23,10 @@ import json
 
 from harness.sse import Comment, Event
 
-__all__ = ["KEEPALIVE_EVENTS", "TERMINAL_EVENTS", "TERMINAL_MARKERS", "kind_of"]
+__all__ = ["DONE", "KEEPALIVE_EVENTS", "TERMINAL_EVENTS", "TERMINAL_MARKERS", "is_done", "kind_of"]
+
+#: The chat stream's end sentinel (and what some Responses servers send after the end).
+DONE = "[DONE]"
 
 #: Event names (SSE ``event:`` field or JSON ``type``) that end a complete answer.
 TERMINAL_EVENTS: dict[str, frozenset[str]] = {
@@ -40,13 +44,21 @@ KEEPALIVE_EVENTS: dict[str, frozenset[str]] = {
 TERMINAL_MARKERS = {"chat": "[DONE]", "responses": "response.completed", "messages": "message_stop"}
 
 
+def is_done(data: str) -> bool:
+    """The ``[DONE]`` sentinel: any data that *starts* with it, as the openai SDK's
+    reader has it (``sse.data.startswith("[DONE]")``), so ``[DONE] `` ends the stream
+    and `` [DONE]`` (two spaces after ``data:``) does not. The one rule for the reader
+    and the guard."""
+    return data.startswith(DONE)
+
+
 def kind_of(api: str, item: Event | Comment) -> str:
     """``"comment"`` (keep-alive), ``"terminal"`` (the answer's end marker) or
     ``"content"`` (anything else: progress) for one decoded item of an ``api`` stream."""
     if isinstance(item, Comment):
         return "comment"
     if api == "chat":
-        return "terminal" if item.data.strip() == "[DONE]" else "content"
+        return "terminal" if is_done(item.data) else "content"
     name = item.event if item.event else _json_type(item.data)
     if name in TERMINAL_EVENTS[api]:
         return "terminal"

@@ -29,7 +29,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.client.markers import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
+from harness.client.markers import (
+    DONE,
+    KEEPALIVE_EVENTS,
+    TERMINAL_EVENTS,
+    TERMINAL_MARKERS,
+    is_done,
+)
 
 __all__ = [
     "DONE",
@@ -40,7 +46,6 @@ __all__ = [
     "marker",
 ]
 
-DONE = "[DONE]"
 #: In-band error types/codes -> the status a provider would have put on the status line.
 _STATUS = {
     "overloaded_error": 529,
@@ -58,11 +63,6 @@ _STATUS = {
 def marker(api: str) -> str:
     """What a complete ``api`` stream ends with (for error messages)."""
     return TERMINAL_MARKERS[api]
-
-
-def is_done(data: str) -> bool:
-    """The ``[DONE]`` sentinel (the openai SDK stops at any data starting with it)."""
-    return data.startswith(DONE)
 
 
 def is_keepalive_event(api: str, kind: str) -> bool:
