@@ -10,6 +10,12 @@ records), so every classification rule is unit-tested without sockets::
     wrong_content           text came back that is not the reply the server sent
     error_as_reply          the returned text carries an error sentinel ("Connection error." ...)
     false_kill              a deadline fired on a call that was slow but alive
+    executed_truncated_tool_call
+                            the agent *ran* a tool call whose arguments were cut mid-stream
+                            (worse than any error: a side effect on half an instruction).
+                            A target reports it as raised ``ExecutedTruncatedToolCall``
+                            (:data:`EXECUTED_TRUNCATED`, in its error or MRO); classification
+                            maps that here, in one place
     skipped                 not run here: a prerequisite (toxiproxy, netns, hermes) is missing
     not_applicable          the target does not speak the scenario's API (e.g. the bare
                             OpenAI SDK and the Anthropic Messages API); never run, and
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "EXECUTED_TRUNCATED",
     "EXPECTABLE",
     "FAULT_KINDS",
     "KINDS",
@@ -48,9 +55,12 @@ KINDS = (
     "wrong_content",
     "error_as_reply",
     "false_kill",
+    "executed_truncated_tool_call",
     "skipped",
     "not_applicable",
 )
+#: The error name a target reports when its agent executed a tool call with cut arguments.
+EXECUTED_TRUNCATED = "ExecutedTruncatedToolCall"
 EXPECTABLE = ", ".join(KINDS) + ", error:ClassName, error:ClassName|OtherClass"
 
 #: Exception names that mean "a deadline fired" (our tree, httpx/openai timeouts, builtins).
@@ -125,6 +135,12 @@ class Expected:
         m = re.fullmatch(rf"\s*error\s*(?::\s*|\(\s*)({name}(?:\s*\|\s*{name})*)\s*\)?\s*", text)
         if m:
             names = [n.strip().rsplit(".", 1)[-1] for n in m.group(1).split("|")]
+            if EXECUTED_TRUNCATED in names:
+                # never an error outcome: classification gives it its own kind
+                raise ValueError(
+                    f"{text!r}: {EXECUTED_TRUNCATED} is the outcome "
+                    "executed_truncated_tool_call; allowed: " + EXPECTABLE
+                )
             return cls("error", "|".join(names))
         kind = text.strip()
         if kind not in KINDS:
@@ -193,6 +209,8 @@ def classify(
     if r.status in ("raised", "crashed"):
         name = r.error or ("TargetCrashed" if r.status == "crashed" else "UnknownError")
         mro = r.mro or (name,)
+        if EXECUTED_TRUNCATED in mro:
+            return Outcome("executed_truncated_tool_call", detail=r.message)
         is_stall = r.deadline is not None or bool(STALL_NAMES.intersection(mro))
         if is_stall and alive:
             return Outcome("false_kill", name, mro, r.message)

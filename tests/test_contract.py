@@ -136,6 +136,32 @@ def test_slow_but_alive_stream_killed_by_a_deadline_fails_no_false_kill():
     assert v.verdict == "fail" and "no_false_kill" in v.failed_checks
 
 
+EXECUTED = Outcome("executed_truncated_tool_call", detail="ran record_note with {}")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        {"reply": "tool_call", "rules": [rule("event:0", "cut_tool_call", at="string")]},
+        {"rules": [rule("event:3", "fin")]},  # reply_or_error
+        {"rules": [rule("event:2", "slow", delay_s=1.0)]},  # reply
+        {},  # healthy
+    ],
+)
+def test_executing_a_cut_tool_call_fails_every_contract(script):
+    c = contract_for(make(script=script))
+    v = judge(c, facts(EXECUTED))
+    assert v.verdict == "fail" and v.failed_checks == ("no_truncated_tool_execution",)
+    # even with every other fact clean and a follow-up that worked
+    assert judge(c, facts(EXECUTED, follow_up_ok=True, leaks=0)).verdict == "fail"
+
+
+def test_every_catalog_contract_fails_an_executed_cut_tool_call():
+    for s in load_catalog():
+        v = judge(contract_for(s), facts(EXECUTED, ceiling_s=1e9))
+        assert "no_truncated_tool_execution" in v.failed_checks, s.name
+
+
 def test_contract_table_overrides_the_derived_fields():
     s = make(
         script={"rules": [rule("event:3", "hang")]},
@@ -167,7 +193,7 @@ def test_bad_contract_table_names_the_file_and_the_field(tmp_path: Path, table, 
 
 
 def test_every_catalog_scenario_has_a_contract_and_check_names_are_stable():
-    assert len(set(CHECKS)) == len(CHECKS) == 12
+    assert len(set(CHECKS)) == len(CHECKS) == 13
     for s in load_catalog():
         c = contract_for(s)
         assert c.ideal in ("reply", "reply_or_error") and c.max_requests >= 1, s.name

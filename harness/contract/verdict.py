@@ -13,6 +13,10 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     no_retry_non_retryable  one request per call when the status cannot be fixed by a retry
     no_hammering            at most ``max_requests_per_window`` requests in any window
     no_false_kill           no deadline killed a slow-but-alive stream
+    no_truncated_tool_execution
+                            the agent never executed a tool call whose arguments were cut
+                            (outcome ``executed_truncated_tool_call``; fails under any
+                            contract, whatever it allows)
     alive_after             a healthy follow-up call through the same client succeeded
     no_leaks                no thread or socket left open after the call returned
     no_late_requests        no request sent after the call had returned
@@ -46,6 +50,7 @@ CHECKS = (
     "no_retry_non_retryable",
     "no_hammering",
     "no_false_kill",
+    "no_truncated_tool_execution",
     "alive_after",
     "no_leaks",
     "no_late_requests",
@@ -132,6 +137,7 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
             <= contract.max_requests_per_window + contract.calls - 1,
         ),
         ("no_false_kill", outcome.kind != "false_kill"),
+        ("no_truncated_tool_execution", outcome.kind != "executed_truncated_tool_call"),
         ("alive_after", not contract.alive_after or facts.follow_up_ok is not False),
         ("no_leaks", not contract.no_leaks or not facts.leaks),
         ("no_late_requests", not facts.late_requests),

@@ -32,7 +32,14 @@ from harness.report.common import (
 
 __all__ = ["render_console", "results_table", "short_label", "verdict_cell"]
 
-_BAD = {"hung", "truncated_as_complete", "error_as_reply", "wrong_content", "false_kill"}
+_BAD = {
+    "hung",
+    "truncated_as_complete",
+    "error_as_reply",
+    "wrong_content",
+    "false_kill",
+    "executed_truncated_tool_call",
+}
 
 
 def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:

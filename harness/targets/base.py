@@ -51,6 +51,15 @@ How to add a target
    ``expected = "error:Base"`` matches any base class. Call ``log.mark("first_chunk")``
    etc. to add client events to ``harness explain``. Override :meth:`Target.command` to
    run in another interpreter (another venv).
+
+   An agent target that *executes* tool calls reports one it ran with cut arguments
+   (arguments that are not a complete fault-server call: ``hermes_tool.truncated``) by
+   raising an exception named ``ExecutedTruncatedToolCall`` (or one with that name in
+   its MRO; ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
+   the agent went on to return a reply: classification makes it the outcome
+   ``executed_truncated_tool_call`` and every contract fails it
+   (``no_truncated_tool_execution``). A target whose tool the fault server never names
+   (its tool calls name ``record_note``, ``harness.replies.DEFAULT_TOOL``) cannot run one.
 2. Run it: ``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it and
    judges every case by the scenario's contract (verdict pass / safe / fail). No
    scenario file needs an edit. Optionally register a short name through the

@@ -15,7 +15,8 @@ to hermes's documented variables (:func:`hermes_env`; what hermes has no knob fo
 hermes's default). Three hermes API modes run: ``chat`` is ``chat_completions``,
 ``responses`` is ``codex_responses``, ``messages`` is ``anthropic_messages``. A turn in
 which hermes ran the tool with cut arguments is reported as raised
-``ExecutedTruncatedToolCall`` (expect ``error:ExecutedTruncatedToolCall``).
+``ExecutedTruncatedToolCall``, which classification turns into the outcome
+``executed_truncated_tool_call`` (expect that; every contract fails it).
 
 Two entry points:
 

@@ -21,7 +21,9 @@ __all__ = ["EXECUTED_TRUNCATED_MRO", "TOOLSET", "TOOL_NAME", "executed", "regist
 TOOL_NAME = "record_note"
 TOOLSET = "harness"
 LOG_NAME = "tool_calls.jsonl"
-#: Reported as raised when hermes ran the tool with arguments that were cut.
+#: Reported as raised when hermes ran the tool with arguments that were cut; the name
+#: is ``harness.outcome.EXECUTED_TRUNCATED`` (not imported: this module runs without
+#: harness), which classification maps to ``executed_truncated_tool_call``.
 EXECUTED_TRUNCATED_MRO = ("ExecutedTruncatedToolCall", "Exception")
 SCHEMA = {
     "name": TOOL_NAME,

@@ -158,3 +158,22 @@ def test_json_keeps_wall_times_for_a_later_scorecard(tmp_path):
     write_json(tmp_path / "r.json", JUDGED, wall_s={"reference": 1.23456})
     assert load_wall_times(tmp_path / "r.json") == {"reference": 1.235}
     assert len(load_json(tmp_path / "r.json")) == len(JUDGED)
+
+
+def test_an_executed_cut_tool_call_names_its_failed_check_in_console_and_markdown():
+    executed = with_verdict(
+        case(
+            scenario="messages_tool_call_cut_mid_arguments",
+            target="hermes",
+            kind="executed_truncated_tool_call",
+            expected="executed_truncated_tool_call",
+        ),
+        "fail",
+        ("no_truncated_tool_execution",),
+    )
+    console = Console(record=True, width=260)
+    render_console([executed], console=console)
+    text = console.export_text()
+    assert "executed_truncated_tool_call" in text and "no_truncated_tool_execution" in text
+    md = render_markdown([executed])
+    assert "`executed_truncated_tool_call`, failed checks: `no_truncated_tool_execution`" in md

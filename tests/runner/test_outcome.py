@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness.outcome import Expected, Outcome, classify, detection_latency, fault_onset
+from harness.outcome import (
+    EXECUTED_TRUNCATED,
+    Expected,
+    Outcome,
+    classify,
+    detection_latency,
+    fault_onset,
+)
+from harness.targets import hermes_tool
 
 FULL = "the stream keeps flowing."
 
@@ -96,6 +104,30 @@ def test_not_applicable_report_is_its_own_outcome_and_matches_only_its_expectati
     assert Expected.parse("not_applicable").matches(out)
     assert not Expected.parse("skipped").matches(out)
     assert not Expected.parse("ok").matches(out)
+
+
+@pytest.mark.parametrize(
+    "mro", [(EXECUTED_TRUNCATED, "Exception"), ("AgentToolError", EXECUTED_TRUNCATED)]
+)
+@pytest.mark.parametrize("alive", [True, False])
+def test_a_raised_executed_truncated_tool_call_is_its_own_outcome(mro, alive):
+    report = raised(mro[0], mro, message="ran record_note with {}", deadline=None)
+    out = classify(report, expected_text=FULL, alive=alive)
+    assert out.kind == "executed_truncated_tool_call" and out.detail == "ran record_note with {}"
+    assert out.label == "executed_truncated_tool_call"
+    assert Expected.parse("executed_truncated_tool_call").matches(out)
+    assert not Expected.parse("error").matches(out)
+    assert Outcome.from_dict(out.to_dict()) == out
+
+
+def test_the_old_error_spelling_of_the_outcome_is_rejected_naming_the_new_one():
+    with pytest.raises(ValueError, match="executed_truncated_tool_call.*allowed"):
+        Expected.parse(f"error:{EXECUTED_TRUNCATED}")
+
+
+def test_the_hermes_tool_reports_the_name_classification_maps():
+    """hermes_tool runs inside hermes's venv without harness: its copy of the name."""
+    assert hermes_tool.EXECUTED_TRUNCATED_MRO[0] == EXECUTED_TRUNCATED
 
 
 def test_unknown_status_is_rejected():

@@ -1,6 +1,6 @@
 """The hermes target's harmless tool: what counts as cut arguments, and a turn in which
-hermes ran the tool with them is reported as ExecutedTruncatedToolCall (checked on the
-driver's result builder, without hermes)."""
+hermes ran the tool with them is reported as ExecutedTruncatedToolCall, classified as
+executed_truncated_tool_call (checked on the driver's result builder, without hermes)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from harness.outcome import classify
 from harness.replies import tool_arguments
 from harness.targets import hermes_tool
 from harness.targets.hermes_turns import protocol_result
@@ -47,6 +48,9 @@ def test_a_turn_that_ran_the_tool_with_cut_arguments_is_reported_as_raised() -> 
     assert bad["mro"] == ["ExecutedTruncatedToolCall", "Exception"]
     message = {"event": "result", "t": 1.0, "events": [], "events_dropped": 0, **bad}
     assert problems(message) == []
+    # one place maps the report to its own outcome, and every contract fails it
+    assert classify(bad, expected_text="done.", alive=False).kind == "executed_truncated_tool_call"
+    assert classify(ok, expected_text="done.", alive=False).kind == "ok"
 
 
 def test_the_tool_records_its_arguments_under_hermes_home(tmp_path, monkeypatch) -> None:
