@@ -54,8 +54,8 @@ How to add a target
 
    An agent target that *executes* tool calls reports one it ran with cut arguments
    (arguments that are not a complete fault-server call: ``hermes_tool.truncated``) by
-   raising an exception named ``ExecutedTruncatedToolCall`` (or one with that name in
-   its MRO; ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
+   raising :class:`ExecutedTruncatedToolCall` (any exception with that class name in its
+   MRO: ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
    the agent went on to return a reply: classification makes it the outcome
    ``executed_truncated_tool_call`` and every contract fails it
    (``no_truncated_tool_execution``). A target whose tool the fault server never names
@@ -85,6 +85,7 @@ __all__ = [
     "DEFAULT_API_KEY",
     "CallResult",
     "EventLog",
+    "ExecutedTruncatedToolCall",
     "Job",
     "Target",
     "TargetUnsupported",
@@ -94,6 +95,10 @@ __all__ = [
 
 #: Any key is accepted by the fault server; never a real secret.
 DEFAULT_API_KEY = "sk-harness-local-test"
+
+
+class ExecutedTruncatedToolCall(Exception):
+    """The agent executed a tool call whose arguments were cut (see "How to add a target")."""
 
 
 class TargetUnsupported(Exception):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.outcome import (
@@ -12,7 +14,10 @@ from harness.outcome import (
     detection_latency,
     fault_onset,
 )
+from harness.replies import tool_arguments
 from harness.targets import hermes_tool
+from harness.targets.base import ExecutedTruncatedToolCall
+from harness.targets.openai_agents import _raise_if_cut
 
 FULL = "the stream keeps flowing."
 
@@ -128,6 +133,14 @@ def test_the_old_error_spelling_of_the_outcome_is_rejected_naming_the_new_one():
 def test_the_hermes_tool_reports_the_name_classification_maps():
     """hermes_tool runs inside hermes's venv without harness: its copy of the name."""
     assert hermes_tool.EXECUTED_TRUNCATED_MRO[0] == EXECUTED_TRUNCATED
+    assert ExecutedTruncatedToolCall.__name__ == EXECUTED_TRUNCATED
+
+
+def test_openai_agents_raises_it_for_a_recorded_call_with_cut_arguments():
+    full = json.loads(tool_arguments("s", 0, words=3))
+    _raise_if_cut([full])  # complete arguments: nothing to report
+    with pytest.raises(ExecutedTruncatedToolCall, match="notes/ca"):
+        _raise_if_cut([full, {"path": "notes/ca", "text": ""}])
 
 
 def test_unknown_status_is_rejected():

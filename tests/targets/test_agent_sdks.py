@@ -27,6 +27,16 @@ CASES = {
         "chat_run": {"api": "chat", "stream": False},
         "responses_stream": {"api": "responses", "stream": True},
         "responses_run": {"api": "responses", "stream": False},
+        "tool_call": {"api": "chat", "script": {"reply": "tool_call"}},
+        "tool_call_cut": {
+            "api": "chat",
+            "script": {
+                "reply": "tool_call",
+                "rules": [
+                    {"fault": {"phase": "event:0", "action": "cut_tool_call", "at": "string"}}
+                ],
+            },
+        },
     },
 }
 
@@ -81,3 +91,18 @@ def test_healthy_call_returns_the_full_reply(results, target, name):
 def test_langchain_stream_without_done_comes_back_as_complete(results):
     result = _case(results, "langchain-openai", "truncated")
     assert result.outcome.kind == "truncated_as_complete", result.message
+
+
+@pytest.mark.timeout(400)
+def test_openai_agents_runs_the_fault_servers_tool_and_answers_after_it(results):
+    result = _case(results, "openai-agents", "tool_call")
+    assert result.outcome.kind == "ok", result.message
+    assert result.requests == 2  # the tool ran: a second model call carried its result
+
+
+@pytest.mark.timeout(400)
+def test_openai_agents_never_executes_a_tool_call_with_cut_arguments(results):
+    """Measured with openai-agents 0.24: the SDK's schema check keeps cut arguments from
+    the function (the tool would report executed_truncated_tool_call)."""
+    result = _case(results, "openai-agents", "tool_call_cut")
+    assert result.outcome.kind != "executed_truncated_tool_call", result.message
