@@ -189,7 +189,7 @@ def test_prompt_is_padded_to_prompt_bytes():
 
 def test_select_matches_globs_and_names_unknown_patterns():
     catalog = load_catalog(CATALOG_DIR)
-    chosen = select(catalog, ["chat_*_stall", "nonstream_healthy"])
+    chosen = select(catalog, ["chat_*_stream_stall", "nonstream_healthy"])
     assert [s.name for s in chosen] == ["chat_mid_stream_stall", "nonstream_healthy"]
     with pytest.raises(ScenarioError, match="matches no scenario") as info:
         select(catalog, ["no_such_*"])
