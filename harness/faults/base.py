@@ -142,6 +142,11 @@ class Action:
     #: True for payload edits whose body ends where ``edit_units`` stopped it: the writer
     #: fires the action after the last unit instead of at ``event:N``.
     fires_at_end: ClassVar[bool] = False
+    #: How many units past the first one it changes a payload edit must see before it
+    #: can decide (``swap_events``: 1); None when it needs the reply plan's structure
+    #: (tool-call fragments), so it applies only to the server's own replies, never to
+    #: a proxied or recorded stream (``harness.record.edits``).
+    edit_lookahead: ClassVar[int | None] = 0
 
     def scaled(self, k: float) -> Action:
         """A copy with every ``*_s`` duration multiplied by ``k`` (None stays None)."""

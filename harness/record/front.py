@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.faults import FaultScript
 from harness.record.cassette import Cassette
+from harness.record.edits import check_script
 from harness.record.proxy import CassetteRecorder, ProxySource
 from harness.record.replay import ReplaySource
 from harness.record.upstream import Upstream
@@ -43,6 +44,8 @@ class FaultProxy:
         time_scale: float = 1.0,
         out_dir: str | Path | None = None,
     ) -> None:
+        if script is not None:
+            check_script(script)  # FaultSpecError names the rule and the action
         self.upstream = Upstream(upstream)
         self.recorder = (
             CassetteRecorder(out_dir, upstream=self.upstream.base_url)
@@ -76,6 +79,7 @@ class FaultProxy:
         return self.server.url + self.upstream.path
 
     def load(self, script: FaultScript, *, time_scale: float | None = None) -> None:
+        check_script(script)
         self.server.load(script, time_scale=time_scale)
 
     def __getattr__(self, name: str) -> Any:
@@ -108,6 +112,8 @@ def replay_server(
     time_scale: float = 1.0,
 ) -> FaultServer:
     """A fault server answering from ``cassettes`` (not started)."""
+    if script is not None:
+        check_script(script)
     source = ReplaySource(cassettes, time_scale=time_scale)
     return FaultServer(
         script, host=DEFAULT_HOST, port=port, time_scale=time_scale, reply_source=source

@@ -43,7 +43,7 @@ from harness.record.redact import (
 )
 from harness.record.upstream import HOP_BY_HOP, Upstream, UpstreamError
 from harness.record.writer import ResponseHead, UpstreamBroken, write_stream
-from harness.server.apis import error_body
+from harness.server.apis import API_BY_PATH, error_body
 from harness.server.wire import Exchange, write_simple
 
 __all__ = ["CassetteRecorder", "ProxySource"]
@@ -117,7 +117,12 @@ class ProxySource:
                     tape.response(resp.status, resp.headers, time.monotonic() - t0)
                 chunks = _timed(resp.chunks(), t0, tape)
                 try:
-                    return await write_stream(ex, ResponseHead(resp.status, resp.headers), chunks)
+                    return await write_stream(
+                        ex,
+                        ResponseHead(resp.status, resp.headers),
+                        chunks,
+                        api=API_BY_PATH.get(target.split("?", 1)[0]),
+                    )
                 finally:
                     await chunks.aclose()
         except UpstreamError as exc:

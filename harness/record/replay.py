@@ -8,7 +8,8 @@ first-response delay, then the recorded chunks, chunk for chunk, each due at
 ``t0 + offset_ms * time_scale`` against the absolute clock (``t0``: request read), so
 pauses are replayed without drift. The script's rules fire as on synthetic replies:
 ``event:N`` / ``bytes:N`` count the recorded stream's SSE events and bytes
-(:mod:`harness.record.cursor`), ``accept``/``request`` faults are the server's.
+(:mod:`harness.record.cursor`), ``accept``/``request`` faults are the server's; the
+payload faults edit the recorded events (:mod:`harness.record.edits`).
 
 A request whose path has no cassette gets a 404 naming the recorded paths.
 
@@ -25,10 +26,12 @@ from pathlib import Path
 
 import h11
 
+from harness.faults import FaultScript
 from harness.record.cassette import Cassette, read_cassettes
 from harness.record.cursor import StreamCursor
+from harness.record.edits import check_script
 from harness.record.writer import ResponseHead, write_stream
-from harness.server.apis import error_body
+from harness.server.apis import API_BY_PATH, error_body
 from harness.server.wire import Exchange, write_simple
 from harness.sse import Event, SSEDecoder
 
@@ -95,18 +98,24 @@ class ReplaySource:
             declared = replay_length(
                 cassette,
                 ex.fault.phase if ex.fault is not None else None,
-                truncate=ex.fault is not None and ex.fault.action.name == "truncate",
+                truncate=ex.fault is not None and ex.fault.action.ends_body_cleanly,
             )
         return await write_stream(
             ex,
             ResponseHead(cassette.status, cassette.response_headers),
             _due(cassette, t0, k),
             declared=declared,
+            api=API_BY_PATH.get(cassette.path),
         )
 
 
-def load_replay_source(paths: Sequence[str | Path], *, time_scale: float = 1.0) -> ReplaySource:
-    """Read cassette files and directories; CassetteError (a ValueError) names the file."""
+def load_replay_source(
+    paths: Sequence[str | Path], *, time_scale: float = 1.0, script: FaultScript | None = None
+) -> ReplaySource:
+    """Read cassette files and directories; CassetteError (a ValueError) names the file.
+    ``script``, when given, is checked to apply to recorded streams (``check_script``)."""
+    if script is not None:
+        check_script(script)
     return ReplaySource(read_cassettes(paths), time_scale=time_scale)
 
 

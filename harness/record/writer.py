@@ -12,12 +12,14 @@ Framing (``FaultScript.framing``): ``chunked`` writes one HTTP chunk per body ch
 a client that reads chunk boundaries sees the recorded ones; ``close`` ends the body
 with FIN; ``content-length`` needs the length up front (``declared``), else chunked.
 
-What each body action does here: ``hang``/``fin``/``half_close``/``rst`` as in the
-fault server; ``drip`` writes ``: comment`` lines every ``interval_s`` and no content;
-``truncate`` ends the body cleanly at the cut; ``slow`` delays every following chunk
-by ``delay_s`` more than the one before (``per="byte"``: ``delay_s`` per byte);
-``malformed`` inserts one ``data:`` line of broken JSON at the cut and goes on. After a
-terminal fault the rest of the chunks is never read (a live upstream is dropped).
+What a body action does here is its own ``fire`` hook (``harness.faults.actions``),
+exactly as on the fault server; ``slow`` delays every following chunk by ``delay_s``
+more than the one before (``per="byte"``: ``delay_s`` per byte). A payload action
+(``drop_event``, ``inband_error``, ``malformed``, ...) edits the stream's units through
+its ``edit_units`` hook from counted unit N on (:mod:`harness.record.edits`); the
+edited part is written one HTTP chunk per unit, and a ``content-length`` body is sent
+chunked (its length is not known up front). After a terminal fault the rest of the
+chunks is never read (a live upstream is dropped).
 
 Not here: where the chunks come from (``replay.py``, ``proxy.py``).
 """
@@ -29,7 +31,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.faults.units import Unit
 from harness.record.cursor import StreamCursor
+from harness.record.edits import UnitEditor, is_payload
 from harness.server.apis import error_body
 from harness.server.connection import PeerGone
 from harness.server.wire import REASONS, Exchange
@@ -58,10 +62,12 @@ async def write_stream(
     chunks: AsyncIterator[tuple[float | None, bytes]],
     *,
     declared: int | None = None,
+    api: str | None = None,
 ) -> bool:
     """Send ``head`` and ``chunks`` with ``ex``'s body fault; True if the connection
-    may serve another request."""
-    return await _Stream(ex, head, declared).run(chunks)
+    may serve another request. ``api`` (chat, responses, messages; None: unknown) is
+    the request's, for payload faults."""
+    return await _Stream(ex, head, declared, api).run(chunks)
 
 
 class _Stop(Exception):
@@ -72,13 +78,19 @@ class _Stop(Exception):
 
 
 class _Stream:
-    def __init__(self, ex: Exchange, head: ResponseHead, declared: int | None) -> None:
-        self.ex, self.conn, self.head = ex, ex.conn, head
+    def __init__(
+        self, ex: Exchange, head: ResponseHead, declared: int | None, api: str | None
+    ) -> None:
+        self.ex, self.conn, self.head, self.api = ex, ex.conn, head, api
         self.loop = asyncio.get_running_loop()
         fault = ex.fault
         self.fault = fault if fault is not None and fault.phase.kind in BODY_PHASES else None
         self.cursor = StreamCursor(self.fault.phase if self.fault is not None else None)
+        self.payload = self.fault is not None and is_payload(self.fault.action)
+        self.editor: UnitEditor | None = None  # set where a payload fault starts editing
         framing = ex.script.framing
+        if self.payload:
+            declared = None  # the edit changes the length
         if framing == "content-length" and declared is None:
             framing = "chunked"
         self.framing, self.declared = framing, declared
@@ -87,6 +99,7 @@ class _Stream:
         self.slow_step: float | None = None
         self.slow_per_byte = False
         self.sent = 0
+        self._written = 0  # counted units sent once a payload edit began
 
     async def run(self, chunks: AsyncIterator[tuple[float | None, bytes]]) -> bool:
         try:
@@ -101,6 +114,8 @@ class _Stream:
             if self.fault is not None and not self.cursor.fired:
                 self.cursor.fired = True  # past the end: fire before the terminator
                 await self._fire(str(self.fault.phase))
+            if self.editor is not None:
+                await self._edited(self.editor.finish())
             return await self._finish()
         except _Stop as stop:
             return stop.keep
@@ -144,9 +159,16 @@ class _Stream:
             self.last_due = at
             if not await self.conn.sleep_until(at):
                 raise _Stop
+        if self.editor is not None:
+            await self._edited(self.editor.feed(data))
+            return
         fed = self.cursor.feed(data)
         if fed.cut is None:
             self._write(data, fed.event_ends, 0)
+        elif self.payload:
+            self._write(data[: fed.cut], fed.event_ends, 0)
+            await self._fire(str(self.fault.phase))  # type: ignore[union-attr]
+            await self._edited(self.editor.feed(data[fed.cut :]))  # type: ignore[union-attr]
         else:
             self._write(data[: fed.cut], fed.event_ends, 0)
             await self._fire(str(self.fault.phase))  # type: ignore[union-attr]
@@ -177,15 +199,40 @@ class _Stream:
         assert self.fault is not None
         action = self.fault.action
         self.ex.record("fault", action=action.name, phase=where)
-        if action.name == "malformed":  # an insert: one broken data line, then the stream
-            self._write(b"data: %s\n\n" % action.payload.encode(), (), 0)  # type: ignore[attr-defined]
+        if self.payload:  # from here on the units go through the action's edit
+            self.editor = UnitEditor(action, api=self.api, stream=self._is_sse())
+            self._written = self.cursor.events
+            await self._edited(self.editor.start())
             return
         site = _StreamSite(self, where)
-        if action.terminal and action.name != "truncate":
+        if action.terminal and not action.ends_body_cleanly:
             await self.conn.flush()  # what was written reaches the peer before FIN or RST
-        await fire_on_site(action, site)
+        await action.fire(site)
         if action.terminal:
             raise _Stop(keep=site.kept)
+
+    async def _edited(self, units: list[Unit]) -> None:
+        """Write the editor's units; once its edit ended the body, fire the action."""
+        editor = self.editor
+        assert editor is not None
+        for data, counted in units:
+            if counted:
+                self._written += 1
+                self._write(data, (), 0)
+                self.ex.record("event_sent", n=self._written, edited=True)
+            elif data:
+                self._write(data, (), 0)
+        if editor.ended:  # the rest of the stream is never read
+            action = editor.action
+            site = _StreamSite(self, f"event:{self._written}")
+            if not action.ends_body_cleanly:
+                await self.conn.flush()
+            await action.fire(site)
+            raise _Stop(keep=site.kept)
+
+    def _is_sse(self) -> bool:
+        ctype = next((v for k, v in self.head.headers if k.lower() == "content-type"), "")
+        return "event-stream" in ctype
 
     async def _finish(self) -> bool:
         if self.framing == "chunked":
@@ -261,46 +308,3 @@ class _StreamSite:
 
     def slow_bytes(self, delay_s: float) -> None:
         self._stream.slow_step, self._stream.slow_per_byte = delay_s, True
-
-
-async def fire_on_site(action: Any, site: _StreamSite) -> None:
-    """The body-phase actions' behaviour on a :class:`_StreamSite`, as the fault server
-    performs them. (When the actions carry it themselves, issue 12, this is
-    ``await action.fire(site)``.)"""
-    conn, name = site.conn, action.name
-    if name == "hang":
-        deadline = None if action.duration_s is None else site.now() + action.duration_s
-        gone = await conn.wait_gone(deadline)
-        conn.close("peer gone" if gone else "hang ended")
-    elif name == "fin":
-        conn.half_close()
-        conn.close("fin")
-    elif name == "half_close":
-        conn.half_close()
-        await conn.wait_gone(None)
-        conn.close("peer gone")
-    elif name == "rst":
-        conn.reset("rst")
-    elif name == "truncate":
-        await site.end_body()
-    elif name == "slow":
-        (site.slow_bytes if action.per == "byte" else site.slow_events)(action.delay_s)
-    elif name == "drip":
-        await _drip(action, site)
-    else:
-        raise ValueError(f"action {name!r} cannot fire at phase {site.phase}")
-
-
-async def _drip(action: Any, site: _StreamSite) -> None:
-    unit = site.keepalive_unit(action.comment)
-    start = site.now()
-    end = None if action.duration_s is None else start + action.duration_s
-    for i in range(1, 1 << 62):  # bounded by duration_s or by the peer leaving
-        due = start + i * action.interval_s
-        if end is not None and due > end:
-            if await site.conn.sleep_until(end):
-                site.conn.close("drip ended")
-            return
-        if not await site.conn.sleep_until(due):
-            return
-        await site.write_keepalive(unit, due)

@@ -72,6 +72,7 @@ from harness.server.payloads.common import Content, ToolCall, splice
 from harness.sse import encode_comment
 
 __all__ = [
+    "edit_plan",
     "API_BY_PATH",
     "LLM_APIS",
     "ReplyPlan",
@@ -153,6 +154,24 @@ class ReplyPlan:
 
     def _nl(self, unit: bytes) -> bytes:
         return unit if self.newline == b"\n" else unit.replace(b"\n", self.newline)
+
+
+def edit_plan(api: str, *, stream: bool, kinds: tuple[str, ...], newline: bytes) -> ReplyPlan:
+    """A plan with no units of its own, for payload edits on units that came from
+    elsewhere (a proxied or recorded stream, ``harness.record.edits``)."""
+    prefix, suffix = _MALFORMED[api]
+    return ReplyPlan(
+        api=api,
+        stream=stream,
+        units=(),
+        content_type=SSE_CONTENT_TYPE if stream else JSON_CONTENT_TYPE,
+        expected_text="",
+        keepalive=_COMMENT,
+        malformed_prefix=prefix.replace(b"\n", newline),
+        malformed_suffix=suffix.replace(b"\n", newline),
+        kinds=kinds,
+        newline=newline,
+    )
 
 
 def reply_words(

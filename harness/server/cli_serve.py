@@ -130,7 +130,7 @@ def serve(
         if cassettes:  # the CLI side only: the server itself never imports harness.record
             from harness.record.replay import load_replay_source
 
-            source = load_replay_source(cassettes, time_scale=time_scale)
+            source = load_replay_source(cassettes, time_scale=time_scale, script=script)
         server = FaultServer(
             script,
             host=host,

@@ -24,6 +24,7 @@ class CutToolCall(Action):
     name: ClassVar[str] = "cut_tool_call"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     fires_at_end: ClassVar[bool] = True
+    edit_lookahead: ClassVar[int | None] = None  # needs the plan's tool-call fragments
     at: str = "string"
     end: str = "truncate"
 
