@@ -36,7 +36,7 @@ from harness.record.cursor import StreamCursor
 from harness.record.edits import UnitEditor, is_payload
 from harness.server.apis import error_body
 from harness.server.connection import PeerGone
-from harness.server.wire import REASONS, Exchange
+from harness.server.wire import REASONS, Exchange, end_body, framing_lines
 from harness.sse import encode_comment
 
 __all__ = ["BODY_PHASES", "ResponseHead", "UpstreamBroken", "write_stream"]
@@ -131,12 +131,7 @@ class _Stream:
         code = self.head.status
         lines = [f"HTTP/1.1 {code} {REASONS.get(code, 'OK' if code < 400 else 'Error')}"]
         lines += [f"{k}: {v}" for k, v in self.head.headers]
-        if self.framing == "chunked":
-            lines.append("transfer-encoding: chunked")
-        elif self.framing == "content-length":
-            lines.append(f"content-length: {self.declared}")
-        if self.framing == "close" or not self.ex.keep_alive:
-            lines.append("connection: close")
+        lines += framing_lines(self.framing, self.declared, keep_alive=self.ex.keep_alive)
         self.conn.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         self.ex.record("status_sent", code=code)
         self.ex.record("headers_sent", framing=self.framing)
@@ -235,16 +230,7 @@ class _Stream:
         return "event-stream" in ctype
 
     async def _finish(self) -> bool:
-        if self.framing == "chunked":
-            self.conn.write(b"0\r\n\r\n")
-        await self.conn.drain()
-        self.ex.record("response_done", bytes=self.sent)
-        if self.framing == "close" or not self.ex.keep_alive:
-            self.conn.close(
-                "close-delimited body" if self.framing == "close" else "connection: close"
-            )
-            return False
-        return True
+        return await end_body(self.ex, self.framing, self.sent)
 
 
 class _StreamSite:
@@ -278,19 +264,8 @@ class _StreamSite:
 
     async def end_body(self) -> None:
         """End the body cleanly here, without whatever terminal marker was to come."""
-        s, conn, ex = self._stream, self.conn, self._stream.ex
-        if s.framing == "close":
-            await conn.flush()
-            conn.half_close()
-            conn.close("truncate")
-            return
-        if s.framing == "chunked":
-            conn.write(b"0\r\n\r\n")
-        await conn.drain()
-        ex.record("response_done", bytes=s.sent, truncated=True)
-        if not ex.keep_alive:
-            conn.close("connection: close")
-        self.kept = ex.keep_alive
+        s = self._stream
+        self.kept = await end_body(s.ex, s.framing, s.sent, truncated=True, reason="truncate")
 
     def keepalive_unit(self, comment: str) -> bytes:
         return encode_comment(comment)

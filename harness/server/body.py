@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.server.apis import ReplyPlan
 from harness.server.connection import PeerGone
-from harness.server.wire import Exchange
+from harness.server.wire import Exchange, end_body, framing_lines
 
 __all__ = ["BodyWriter", "write_reply"]
 
@@ -108,19 +108,9 @@ class BodyWriter:
 
     async def end_body(self) -> None:
         """End the body cleanly here, without its terminal marker."""
-        conn = self.conn
-        if self.framing == "close":
-            await conn.flush()
-            conn.half_close()
-            conn.close(self.action.name if self.action is not None else "end of body")
-            raise _Closed
-        if self.framing == "chunked":
-            conn.write(b"0\r\n\r\n")
-        await conn.drain()
-        self.ex.record("response_done", bytes=self.sent, truncated=True)
-        if not self.ex.keep_alive:
-            conn.close("connection: close")
-        raise _Truncated
+        name = self.action.name if self.action is not None else "end of body"
+        await end_body(self.ex, self.framing, self.sent, truncated=True, reason=name)
+        raise _Closed if self.framing == "close" else _Truncated
 
     def keepalive_unit(self, comment: str) -> bytes:
         return self.plan.drip(comment)
@@ -198,16 +188,7 @@ class BodyWriter:
         return await self._finish()
 
     async def _finish(self) -> bool:
-        if self.framing == "chunked":
-            self.conn.write(b"0\r\n\r\n")
-        await self.conn.drain()
-        self.ex.record("response_done", bytes=self.sent)
-        if self.framing == "close" or not self.ex.keep_alive:
-            self.conn.close(
-                "close-delimited body" if self.framing == "close" else "connection: close"
-            )
-            return False
-        return True
+        return await end_body(self.ex, self.framing, self.sent)
 
     # ------------------------------------------------------------------ writing
 
@@ -219,12 +200,7 @@ class BodyWriter:
             f"x-request-id: {self.ex.request_id}",
         ]
         lines += self.plan.headers
-        if self.framing == "chunked":
-            lines.append("transfer-encoding: chunked")
-        elif self.framing == "content-length":
-            lines.append(f"content-length: {self.declared}")
-        if self.framing == "close" or not self.ex.keep_alive:
-            lines.append("connection: close")
+        lines += framing_lines(self.framing, self.declared, keep_alive=self.ex.keep_alive)
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _unit(self, data: bytes) -> None:

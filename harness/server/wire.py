@@ -17,7 +17,7 @@ from harness.faults import Fault, FaultScript
 from harness.server.apis import error_body
 from harness.server.connection import Connection
 
-__all__ = ["REASONS", "Exchange", "RequestSite", "write_simple"]
+__all__ = ["REASONS", "Exchange", "RequestSite", "end_body", "framing_lines", "write_simple"]
 
 REASONS = {
     200: "OK",
@@ -132,3 +132,41 @@ class RequestSite:
 
     def slow_bytes(self, delay_s: float) -> None:
         raise RuntimeError(f"no body at phase {self.phase}")
+
+
+async def end_body(
+    ex: Exchange, framing: str, sent: int, *, truncated: bool = False, reason: str = "end of body"
+) -> bool:
+    """End a body of ``sent`` bytes under ``framing`` (the chunked terminator, the
+    record, the close a close-delimited body or ``Connection: close`` needs); with
+    ``truncated`` it ends before its terminal marker, a close-delimited one with FIN
+    (``reason``). True when the connection may serve another request."""
+    conn = ex.conn
+    if truncated and framing == "close":
+        await conn.flush()
+        conn.half_close()
+        conn.close(reason)
+        return False
+    if framing == "chunked":
+        conn.write(b"0\r\n\r\n")
+    await conn.drain()
+    if truncated:
+        ex.record("response_done", bytes=sent, truncated=True)
+    else:
+        ex.record("response_done", bytes=sent)
+    if framing == "close" or not ex.keep_alive:
+        conn.close("close-delimited body" if framing == "close" else "connection: close")
+        return False
+    return True
+
+
+def framing_lines(framing: str, declared: int | None, *, keep_alive: bool) -> list[str]:
+    """The header lines of a body's framing (chunked, content-length, close)."""
+    lines = []
+    if framing == "chunked":
+        lines.append("transfer-encoding: chunked")
+    elif framing == "content-length":
+        lines.append(f"content-length: {declared}")
+    if framing == "close" or not keep_alive:
+        lines.append("connection: close")
+    return lines
