@@ -71,14 +71,18 @@ class _Base:
         #: how many OwnedClients this client has built (tests and reports read it).
         self.builds = 0
 
-    def _new_call(self, messages, model, api, stream, max_tokens, on_delta) -> Call:
+    def _new_call(
+        self, messages, model, api, stream, max_tokens, on_delta, tools=None, tool_choice=None
+    ) -> Call:
         if api not in APIS:
             raise SettingsError("api", api, ", ".join(APIS))
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes) or not messages:
             raise SettingsError(
                 "messages", messages, "a non-empty list of {role, content} messages"
             )
-        return Call(api, bool(stream), model, list(messages), max_tokens, on_delta)
+        call = Call(api, bool(stream), model, list(messages), max_tokens, on_delta)
+        call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
+        return call
 
     def _state(self, call: Call, now: float) -> DeadlineState:
         """The call's deadline state: first byte is off for very large prompts."""
@@ -187,8 +191,9 @@ class ReferenceClient(_Base):
     ) -> Reply:
         """One call: attempts under deadlines, retried per policy. Returns a complete
         :class:`Reply` or raises a :class:`~harness.client.errors.HarnessError`."""
-        call = self._new_call(messages, model, api, stream, max_tokens, on_delta)
-        call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
+        call = self._new_call(
+            messages, model, api, stream, max_tokens, on_delta, tools, tool_choice
+        )
         with self._lock:
             state = self._state(call, self.clock.now())
             factory = self.components.watchdog_factory
@@ -284,8 +289,9 @@ class AsyncReferenceClient(_Base):
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Any = None,
     ) -> Reply:
-        call = self._new_call(messages, model, api, stream, max_tokens, on_delta)
-        call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
+        call = self._new_call(
+            messages, model, api, stream, max_tokens, on_delta, tools, tool_choice
+        )
         state = self._state(call, asyncio.get_running_loop().time())
         wd = self.components.async_watchdog_factory(
             state, describe=self.components.describe_deadlines
