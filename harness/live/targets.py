@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.environment import read_environment
 from harness.live.cases import (
     CaseResult,
     Expectation,
@@ -44,6 +45,7 @@ from harness.live.cases import (
 from harness.live.config import LiveConfig
 from harness.live.redact import Redactor
 from harness.sentinels import Finding, find_sentinels
+from harness.targets import required_in_ci
 
 __all__ = [
     "CHATS",
@@ -206,7 +208,9 @@ def _run_sequence(
         ]
     if status == "skipped":
         reason = str(report.get("message") or "skipped")
-        return [_skipped(target, seq, reason, ci, redactor)]
+        env = read_environment(environ)
+        required = required_in_ci(target, ci=ci, extra_targets=env.extra_targets)
+        return [_skipped(target, seq, reason, required, redactor)]
     if status != "returned":
         return [_raised(target, seq, report, redactor, elapsed, logged)]
     return _returned(target, seq, report, redactor, elapsed, logged)

@@ -21,6 +21,8 @@ from importlib.metadata import entry_points
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
 
 __all__ = [
+    "OPT_IN_TARGETS",
+    "required_in_ci",
     "COMMAND_PREFIX",
     "ENTRY_POINT_GROUP",
     "MUTANT_PREFIX",
@@ -54,6 +56,19 @@ TARGETS: dict[str, str] = {
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"
+#: Targets whose virtualenv ``ci/setup`` builds only with ``HARNESS_EXTRA_TARGETS=1``
+#: (their pins clash with ours and they take minutes to install): CI requires them then.
+OPT_IN_TARGETS = frozenset(
+    {"litellm", "litellm-proxy", "litellm-proxy+openai-sdk", "langchain-openai", "openai-agents"}
+)
+
+
+def required_in_ci(name: str, *, ci: bool, extra_targets: bool) -> bool:
+    """True where a target that cannot run must fail instead of skipping: every target
+    in CI, except the opt-in ones unless their venvs were asked for."""
+    return ci and (name not in OPT_IN_TARGETS or extra_targets)
+
+
 #: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
 #: no expectations of their own and are judged by the ``reference`` expectation.
 MUTANT_PREFIX = "mutant:"

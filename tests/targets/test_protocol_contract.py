@@ -25,7 +25,7 @@ import pytest
 from harness.environment import read_environment, scrubbed
 from harness.faults import script_from_dict
 from harness.server import FaultServer
-from harness.targets import TARGETS, load_target
+from harness.targets import TARGETS, load_target, required_in_ci
 from harness.targets.base import Job
 from harness.targets.hermes import unavailable_reason
 from harness.targets.protocol import (
@@ -37,9 +37,6 @@ TESTS_DIR = str(Path(__file__).resolve().parents[1])
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 DOUBLE = "targets.protocol_double:ChainedErrorTarget"
 CHILDREN = [*TARGETS, DOUBLE]
-#: ci/setup always builds hermes' venv; every other venv (litellm, langchain, the Agents
-#: SDK, and whatever is registered next) only with HARNESS_EXTRA_TARGETS=1.
-ALWAYS_BUILT = {"hermes"}
 
 
 def run_child(name: str, job: dict[str, Any], *, timeout_s: float) -> list[dict[str, Any]]:
@@ -74,7 +71,7 @@ def check_conversation(name: str, messages: list[dict[str, Any]]) -> dict[str, A
 def skip_unless_ci_requires(name: str, reason: str) -> None:
     """Skip a child that cannot run here, or fail where CI must run its tier."""
     env = read_environment()
-    if env.ci and (name in ALWAYS_BUILT or env.extra_targets):
+    if required_in_ci(name, ci=env.ci, extra_targets=env.extra_targets):
         pytest.fail(f"{name} must run in CI: {reason}")
     pytest.skip(reason)
 
