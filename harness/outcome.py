@@ -61,7 +61,10 @@ KINDS = (
 )
 #: The error name a target reports when its agent executed a tool call with cut arguments.
 EXECUTED_TRUNCATED = "ExecutedTruncatedToolCall"
-EXPECTABLE = ", ".join(KINDS) + ", error:ClassName, error:ClassName|OtherClass"
+EXPECTABLE = (
+    ", ".join(KINDS)
+    + ", error:ClassName, error:ClassName|OtherClass, ok|false_kill (any of several)"
+)
 
 #: Exception names that mean "a deadline fired" (our tree, httpx/openai timeouts, builtins).
 STALL_NAMES = frozenset(
@@ -124,6 +127,9 @@ class Expected:
 
     kind: str
     error: str | None = None
+    #: ``"ok|false_kill"``: any of these outcomes matches (a target whose own timers race
+    #: the stream's pacing). ``kind`` and ``error`` are the first alternative's.
+    alternatives: tuple[Expected, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> Expected:
@@ -143,6 +149,9 @@ class Expected:
                 )
             return cls("error", "|".join(names))
         kind = text.strip()
+        if "|" in kind and not kind.startswith("error"):
+            options = tuple(cls.parse(part) for part in kind.split("|"))
+            return cls(options[0].kind, options[0].error, options)
         if kind not in KINDS:
             raise ValueError(f"{text!r} is not an outcome; allowed: {EXPECTABLE}")
         return cls(kind)
@@ -153,6 +162,8 @@ class Expected:
         return tuple(self.error.split("|")) if self.error else ()
 
     def matches(self, outcome: Outcome) -> bool:
+        if self.alternatives:
+            return any(option.matches(outcome) for option in self.alternatives)
         if self.kind != outcome.kind:
             return False
         if self.error is None:
@@ -160,6 +171,8 @@ class Expected:
         return any(name == outcome.error or name in outcome.mro for name in self.errors)
 
     def __str__(self) -> str:
+        if self.alternatives:
+            return "|".join(str(option) for option in self.alternatives)
         return f"error({self.error})" if self.error else self.kind
 
 

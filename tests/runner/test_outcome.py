@@ -180,3 +180,19 @@ def test_expected_error_alternatives_match_either_class():
     assert expected.matches(wrapped) and expected.matches(bare)
     assert not expected.matches(Outcome("error", "ReadError", ("ReadError",)))
     assert str(expected) == "error(RemoteProtocolError|APIConnectionError)"
+
+
+def test_outcome_alternatives_match_any_of_them() -> None:
+    expected = Expected.parse("ok|false_kill")
+    assert expected.matches(Outcome("ok"))
+    assert expected.matches(Outcome("false_kill", "StaleCall"))
+    assert not expected.matches(Outcome("hung"))
+    assert str(expected) == "ok|false_kill"
+    mixed = Expected.parse("wrong_content|error:PeerClosed")
+    assert mixed.matches(Outcome("error", "PeerClosed", ("PeerClosed",)))
+    assert not mixed.matches(Outcome("error", "PeerReset", ("PeerReset",)))
+
+
+def test_an_unknown_alternative_is_rejected_naming_it() -> None:
+    with pytest.raises(ValueError, match="'bogus' is not an outcome"):
+        Expected.parse("ok|bogus")
