@@ -24,11 +24,13 @@ __all__ = [
     "DEFAULT_MIN_CEILING_S",
     "DEFAULT_TARGETS",
     "DEFAULT_TIME_SCALE",
+    "DEFAULT_IDLE_LANES",
     "DEFAULT_WAIT_LANES",
     "LONG_CASE_S",
     "RunSettings",
     "Shard",
     "estimated_s",
+    "only_waits",
     "plan",
 ]
 
@@ -44,6 +46,10 @@ DEFAULT_TARGETS = ("reference", "openai-sdk")
 DEFAULT_JOBS = max(1, min(2 * (os.cpu_count() or 1), 8))
 #: Extra workers for long cases that mostly wait (see ``run_cases``).
 DEFAULT_WAIT_LANES = 2
+#: Extra workers for expected hangs on the embedded server: a hung child idles on a
+#: socket until the outer ceiling (no CPU), so many wait side by side (hermes's 45 s
+#: floor made 14 of them a queue of 45 s waits on two lanes).
+DEFAULT_IDLE_LANES = 16
 #: A case estimated to take this long (real seconds) or more goes to the long queue.
 LONG_CASE_S = 2.5
 
@@ -86,6 +92,8 @@ class RunSettings:
     reuse_children: bool = True
     #: Extra workers that take only long, mostly waiting cases (expected hangs, kernel).
     wait_lanes: int = DEFAULT_WAIT_LANES
+    #: Extra workers that take only expected hangs (``only_waits``).
+    idle_lanes: int = DEFAULT_IDLE_LANES
 
     def __post_init__(self) -> None:
         # normalised to a float: the one validator also takes the text of an option
@@ -96,10 +104,10 @@ class RunSettings:
             raise ValueError(
                 f"min_ceiling_s: {self.min_ceiling_s!r} is not valid; allowed: a number >= 0"
             )
-        if not (isinstance(self.wait_lanes, int) and 0 <= self.wait_lanes <= 64):
-            raise ValueError(
-                f"wait_lanes: {self.wait_lanes!r} is not valid; allowed: a whole number 0..64"
-            )
+        for name in ("wait_lanes", "idle_lanes"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and 0 <= value <= 64):
+                raise ValueError(f"{name}: {value!r} is not valid; allowed: a whole number 0..64")
         if not (isinstance(self.jobs, int) and 1 <= self.jobs <= 64):
             raise ValueError(f"jobs: {self.jobs!r} is not valid; allowed: a whole number 1..64")
 
@@ -135,12 +143,13 @@ def plan(
 
 def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     """A rough cost for scheduling: the whole ceiling for an expected hang or a kernel
-    scenario, a quarter of it behind a relay or proxy, a tenth otherwise."""
+    scenario, a quarter of it behind a relay or proxy, a tenth otherwise. The ceiling is
+    the target's (raised by its ``min_ceiling_s``)."""
     scenario, target = case
     if scenario.api not in getattr(load_target(target), "apis", (scenario.api,)):
         return 0.0  # not_applicable: never run
     ceiling = settings.ceiling_for(
-        scenario, time_scale=scenario.time_scale_for(settings.time_scale)
+        scenario, target, time_scale=scenario.time_scale_for(settings.time_scale)
     )
     expected = scenario.expected_for(expectation_key(target))
     if scenario.backend == "kernel" or (expected is not None and expected.kind == "hung"):
@@ -148,3 +157,17 @@ def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     if scenario.backend != "server":
         return ceiling / 4
     return ceiling / 10
+
+
+def only_waits(case: tuple[Scenario, str]) -> bool:
+    """Whether ``case`` is expected to hang on the embedded server: its child sits idle
+    on a socket until the outer ceiling, costing wall time but no CPU, so such cases can
+    wait side by side (``RunSettings.idle_lanes``). Kernel and proxy paths are left to
+    the ``wait_lanes``: their set-up is not free and their timers are real."""
+    scenario, target = case
+    if scenario.backend != "server" or scenario.api not in getattr(
+        load_target(target), "apis", (scenario.api,)
+    ):
+        return False
+    expected = scenario.expected_for(expectation_key(target))
+    return expected is not None and expected.kind == "hung"

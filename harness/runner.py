@@ -10,12 +10,14 @@ The outer ceiling is ``max(ceiling_s * time_scale, min_ceiling_s)``; ``min_ceili
 exists because a bare SDK's own retry backoff (0.5 s, 1 s) runs in real time whatever
 the time scale: below ~3 s a correct SDK retry would be called hung.
 
-Parallelism: ``jobs`` worker threads, each with its own fault server and its own
-pre-started target children (a child imports and warms up its client while the previous
-case runs). A child whose case returned or raised and left no leak is reused for the
-next case of its target (``reuse_children``); a hung or leaky one never is. The work
-happens in the child processes, so the cases spread over cores; the threads only wait on
-pipes.
+Parallelism: ``jobs`` worker threads, plus ``wait_lanes`` for long cases and
+``idle_lanes`` for expected hangs (which only wait), each with its own fault server and
+its own pre-started target children (a child imports and warms up its client while the
+previous case runs; a target whose children serve one job each, like hermes, gets its
+next child started during the current case). A child whose case returned or raised and
+left no leak is reused for the next case of its target (``reuse_children``); a hung or
+leaky one never is. The work happens in the child processes, so the cases spread over
+cores; the threads only wait on pipes.
 
 Not here: scenario parsing (``harness.scenario``), rendering (``harness.report``).
 """
@@ -40,6 +42,7 @@ from harness.planning import (
     RunSettings,
     Shard,
     estimated_s,
+    only_waits,
     plan,
 )
 from harness.scenario import Scenario
@@ -151,32 +154,45 @@ def run_cases(
     factory = server_factory or _default_server
     results: list[CaseResult | None] = [None] * len(cases)
     # Longest first (a likely hang costs its whole ceiling), so the long cases do not all
-    # end up at the tail; results still come back in ``cases`` order. Long cases mostly
-    # wait (a hung target, a kernel timer), so ``wait_lanes`` extra workers take only
-    # those, without adding to the number of cases that compete for the CPU.
-    ordered = sorted(enumerate(cases), key=lambda item: -estimated_s(item[1], settings))
-    long_queue = [c for c in ordered if estimated_s(c[1], settings) >= LONG_CASE_S]
-    short_queue = [c for c in ordered if estimated_s(c[1], settings) < LONG_CASE_S]
+    # end up at the tail, and same-target cases side by side so a worker reuses (or has
+    # pre-started) its child; results still come back in ``cases`` order. Three queues:
+    # expected hangs on the embedded server (``only_waits``: idle until the ceiling),
+    # other long cases (kernel timers, proxies) and short ones. ``idle_lanes`` and
+    # ``wait_lanes`` extra workers take only the first two, so waiting cases wait side
+    # by side without adding to the number of cases that compete for the CPU.
+    ordered = sorted(
+        enumerate(cases), key=lambda item: (-estimated_s(item[1], settings), item[1][1])
+    )
+    idle = settings.idle_lanes > 0
+    idle_queue = [c for c in ordered if idle and only_waits(c[1])]
+    rest = [c for c in ordered if not (idle and only_waits(c[1]))]
+    long_queue = [c for c in rest if estimated_s(c[1], settings) >= LONG_CASE_S]
+    short_queue = [c for c in rest if estimated_s(c[1], settings) < LONG_CASE_S]
+    queues = {
+        "general": (short_queue, long_queue, idle_queue),
+        "wait": (long_queue, idle_queue),
+        "idle": (idle_queue,),
+    }
     lock = threading.Lock()
     errors: list[BaseException] = []
 
-    def next_case(lane: bool) -> tuple[int, tuple[Scenario, str]] | None:
+    def next_case(lane: str) -> tuple[int, tuple[Scenario, str]] | None:
         with lock:
             if errors:
                 return None
-            for queue in (long_queue,) if lane else (short_queue, long_queue):
+            for queue in queues[lane]:
                 if queue:
                     return queue.pop(0)
             return None
 
-    def peek_target(lane: bool) -> str | None:
+    def peek_case(lane: str) -> tuple[Scenario, str] | None:
         with lock:
-            for queue in (long_queue,) if lane else (short_queue, long_queue):
+            for queue in queues[lane]:
                 if queue:
-                    return queue[0][1][1]
+                    return queue[0][1]
             return None
 
-    def worker(lane: bool) -> None:
+    def worker(lane: str) -> None:
         spares: dict[str, TargetProcess] = {}
         try:
             with factory() as server, contextlib.ExitStack() as stack:
@@ -184,11 +200,15 @@ def run_cases(
                 while (item := next_case(lane)) is not None:
                     index, (scenario, target) = item
                     child = spares.pop(target, None)
-                    upcoming = peek_target(lane)
-                    # Start the next case's child now, so its start-up overlaps this case;
-                    # for the same target, this case's child is usually reused instead.
-                    if upcoming is not None and upcoming != target and upcoming not in spares:
-                        spares[upcoming] = TargetProcess.spawn(upcoming, environ=settings.environ)
+                    upcoming = peek_case(lane)
+                    # Start the next case's child now, so its start-up (imports, warm-up)
+                    # overlaps this case; for the same reusable target, this case's child
+                    # is usually reused instead.
+                    if _wants_spare(upcoming, target, spares):
+                        assert upcoming is not None
+                        spares[upcoming[1]] = TargetProcess.spawn(
+                            upcoming[1], environ=settings.environ
+                        )
                     result, reusable = _run_case(
                         scenario,
                         target,
@@ -214,12 +234,12 @@ def run_cases(
                 spare.kill()
 
     general = min(settings.jobs, max(len(cases), 1))
-    lanes = min(settings.wait_lanes, len(long_queue))
+    lanes = ["general"] * general
+    lanes += ["wait"] * min(settings.wait_lanes, len(long_queue))
+    lanes += ["idle"] * min(settings.idle_lanes, len(idle_queue))
     threads = [
-        threading.Thread(
-            target=worker, args=(i >= general,), name=f"harness-worker-{i}", daemon=True
-        )
-        for i in range(general + lanes)
+        threading.Thread(target=worker, args=(lane,), name=f"harness-{lane}-{i}", daemon=True)
+        for i, lane in enumerate(lanes)
     ]
     for t in threads:
         t.start()
@@ -231,6 +251,23 @@ def run_cases(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _wants_spare(
+    upcoming: tuple[Scenario, str] | None, target: str, spares: dict[str, TargetProcess]
+) -> bool:
+    """Whether to pre-start a child for the upcoming case: not when one is waiting, not
+    when this case's child will likely be reused (same reusable target), and not when
+    the case would not use it (its own environment, a kernel namespace, another API)."""
+    if upcoming is None:
+        return False
+    scenario, name = upcoming
+    cls = load_target(name)
+    if name in spares or (name == target and getattr(cls, "reusable", False)):
+        return False
+    if scenario.env or scenario.backend == "kernel":
+        return False
+    return scenario.api in getattr(cls, "apis", (scenario.api,))
 
 
 def _find_sentinel(text: str) -> str | None:

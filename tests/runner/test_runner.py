@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+from harness.planning import only_waits
 from harness.runner import RunSettings, Shard, plan, run_case, run_cases
 from harness.scenario import load_catalog, scenario_from_dict
 from harness.server import FaultServer
@@ -194,9 +196,55 @@ def test_clean_child_is_reused_and_a_hung_one_is_not(monkeypatch):
         (hang, "openai-sdk"),
         (ok[2], "openai-sdk"),
     ]
-    results = run_cases(cases, settings=RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=0.5))
+    # no idle lane: the hang runs on the one worker, between the clean cases
+    settings = RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=0.5, idle_lanes=0)
+    results = run_cases(cases, settings=settings)
     assert [r.outcome.kind for r in results] == ["ok", "ok", "hung", "ok"]
     assert len(spawned) == 2  # one for the first three cases, a fresh one after the hang
+
+
+@pytest.mark.timeout(90)
+def test_expected_hangs_wait_side_by_side_on_idle_lanes():
+    hangs = [
+        make(
+            f"hang_{i}",
+            {"openai-sdk": "hung"},
+            script={"rules": [{"fault": {"phase": "request", "action": "hang"}}]},
+        )
+        for i in range(3)
+    ]
+    ok = make("ok", {"openai-sdk": "ok"})
+    cases = [(h, "openai-sdk") for h in hangs] + [(ok, "openai-sdk")]
+    assert [only_waits(c) for c in cases] == [True, True, True, False]
+    settings = RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=1.0, idle_lanes=3)
+    results = run_cases(cases, settings=settings)
+    assert [r.outcome.kind for r in results] == ["hung", "hung", "hung", "ok"]
+    windows = [(r.t_started, r.t_started + r.ceiling_s) for r in results[:3]]
+    # every hang was waiting while every other one was: one ceiling, not three in a row
+    assert max(start for start, _ in windows) < min(end for _, end in windows)
+
+
+@pytest.mark.timeout(90)
+def test_a_target_that_is_never_reused_gets_its_next_child_started_during_a_case(monkeypatch):
+    from harness import runner as runner_module
+
+    spawned = []
+    real_spawn = runner_module.TargetProcess.spawn
+
+    def timed_spawn(target, **kwargs):
+        spawned.append(time.monotonic())
+        return real_spawn(target, **kwargs)
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", timed_spawn)
+    target = "runner.targets_double:EnvTarget"  # not reusable: one job per child
+    cases = [(make(f"env_{i}", {}), target) for i in range(2)]
+    environ = {**os.environ, "PYTHONPATH": TESTS_DIR}
+    results = run_cases(cases, settings=RunSettings(time_scale=FAST, jobs=1, environ=environ))
+    assert [r.outcome.kind for r in results] == ["ok", "ok"], [r.message for r in results]
+    assert len(spawned) == 2
+    first = min(results, key=lambda r: r.t_started)
+    # the second child was started before the first case had ended
+    assert spawned[1] < first.t_started + first.elapsed_s
 
 
 @pytest.mark.timeout(60)
