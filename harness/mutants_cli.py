@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.outcome import Expected
-from harness.runner import DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
+from harness.runner import DEFAULT_JOBS, DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError, load_catalog, select
 from harness.targets.mutants import BASELINE_TARGET, MUTANTS
 
@@ -151,7 +151,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="scenario seconds -> real seconds (default: %(default)s)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=2, help="parallel workers (default: %(default)s)"
+        "--jobs",
+        type=int,
+        default=DEFAULT_JOBS,
+        help="parallel workers (default: %(default)s, two per core up to 8): the cases "
+        "mostly wait on scaled deadlines, so more workers than cores keep the cores busy",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH")
     parser.add_argument(
