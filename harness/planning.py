@@ -46,7 +46,7 @@ DEFAULT_TARGETS = ("reference", "openai-sdk")
 DEFAULT_JOBS = max(1, min(2 * (os.cpu_count() or 1), 8))
 #: Extra workers for long cases that mostly wait (see ``run_cases``).
 DEFAULT_WAIT_LANES = 2
-#: Extra workers for expected hangs on the embedded server: a hung child idles on a
+#: Extra workers for expected hangs: a hung child idles on a
 #: socket until the outer ceiling (no CPU), so many wait side by side (hermes's 45 s
 #: floor made 14 of them a queue of 45 s waits on two lanes).
 DEFAULT_IDLE_LANES = 16
@@ -160,14 +160,12 @@ def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
 
 
 def only_waits(case: tuple[Scenario, str]) -> bool:
-    """Whether ``case`` is expected to hang on the embedded server: its child sits idle
-    on a socket until the outer ceiling, costing wall time but no CPU, so such cases can
-    wait side by side (``RunSettings.idle_lanes``). Kernel and proxy paths are left to
-    the ``wait_lanes``: their set-up is not free and their timers are real."""
+    """Whether ``case`` is expected to hang: its child sits idle on a socket until the
+    outer ceiling, costing wall time but no CPU, so such cases can wait side by side
+    (``RunSettings.idle_lanes``). Any backend: a held relay, a Toxiproxy ``timeout`` or
+    a dead kernel peer idle the same way (each case has its own path)."""
     scenario, target = case
-    if scenario.backend != "server" or scenario.api not in getattr(
-        load_target(target), "apis", (scenario.api,)
-    ):
+    if scenario.api not in getattr(load_target(target), "apis", (scenario.api,)):
         return False
     expected = scenario.expected_for(expectation_key(target))
     return expected is not None and expected.kind == "hung"
