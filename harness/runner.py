@@ -25,6 +25,7 @@ Not here: scenario parsing (``harness.scenario``), rendering (``harness.report``
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,7 @@ from typing import Any
 
 from harness.case_result import CaseResult
 from harness.judge import judge_case
-from harness.lifecycle import observe_case
+from harness.lifecycle import CHILD_START_S, observe_case
 from harness.planning import (
     DEFAULT_JOBS,
     DEFAULT_MIN_CEILING_S,
@@ -47,7 +48,7 @@ from harness.planning import (
 )
 from harness.scenario import Scenario
 from harness.targets import expectation_key, load_target
-from harness.targets.process import TargetProcess
+from harness.targets.process import ChildFailed, TargetProcess
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -174,6 +175,9 @@ def run_cases(
         "idle": (idle_queue,),
     }
     lock = threading.Lock()
+    # Idle lanes start their children a few at a time: a burst of start-ups (hermes
+    # imports ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
+    starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
     errors: list[BaseException] = []
 
     def next_case(lane: str) -> tuple[int, tuple[Scenario, str]] | None:
@@ -209,6 +213,8 @@ def run_cases(
                         spares[upcoming[1]] = TargetProcess.spawn(
                             upcoming[1], environ=settings.environ
                         )
+                    if child is None and lane == "idle" and _wants_spare(item[1], "", {}):
+                        child = _start_throttled(target, settings, starting)
                     result, reusable = _run_case(
                         scenario,
                         target,
@@ -251,6 +257,20 @@ def run_cases(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _start_throttled(
+    target: str, settings: RunSettings, starting: threading.BoundedSemaphore
+) -> TargetProcess | None:
+    """A child for ``target``, started and ready while holding one of ``starting``; None
+    if it failed to start (the case then starts its own and reports the failure)."""
+    with starting:
+        child = TargetProcess.spawn(target, environ=settings.environ)
+        try:
+            child.wait_ready(time.monotonic() + CHILD_START_S)
+        except ChildFailed:
+            return None  # already killed and reaped by the failed wait
+    return child
 
 
 def _wants_spare(

@@ -45,6 +45,8 @@ class TargetProcess:
         assert popen.stdout is not None
         self._selector.register(popen.stdout, selectors.EVENT_READ)
         self.ready_t: float | None = None
+        #: "ready" read and no job sent since: a second wait_ready returns at once.
+        self._is_ready = False
 
     @classmethod
     def spawn(
@@ -83,10 +85,14 @@ class TargetProcess:
         return self._popen.pid
 
     def wait_ready(self, deadline: float) -> None:
+        if self._is_ready:
+            return
         msg = self._expect(("ready",), deadline, what="ready")
         self.ready_t = float(msg["t"])
+        self._is_ready = True
 
     def run(self, job: Mapping[str, Any]) -> None:
+        self._is_ready = False
         self._write({"cmd": "run", "job": dict(job)})
 
     def wait_started(self, deadline: float) -> dict[str, Any]:
