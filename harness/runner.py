@@ -39,14 +39,12 @@ from harness.planning import (
     DEFAULT_MIN_CEILING_S,
     DEFAULT_TARGETS,
     DEFAULT_TIME_SCALE,
-    LONG_CASE_S,
     RunSettings,
     Shard,
-    estimated_s,
-    only_waits,
     plan,
 )
 from harness.scenario import Scenario
+from harness.scheduling import CaseQueue
 from harness.targets import expectation_key, load_target
 from harness.targets.process import ChildFailed, TargetProcess
 
@@ -154,61 +152,33 @@ def run_cases(
     """
     factory = server_factory or _default_server
     results: list[CaseResult | None] = [None] * len(cases)
-    # Longest first (a likely hang costs its whole ceiling), so the long cases do not all
-    # end up at the tail, and same-target cases side by side so a worker reuses (or has
-    # pre-started) its child; results still come back in ``cases`` order. Three queues:
-    # expected hangs on the embedded server (``only_waits``: idle until the ceiling),
-    # other long cases (kernel timers, proxies) and short ones. ``idle_lanes`` and
-    # ``wait_lanes`` extra workers take only the first two, so waiting cases wait side
-    # by side without adding to the number of cases that compete for the CPU.
-    ordered = sorted(
-        enumerate(cases), key=lambda item: (-estimated_s(item[1], settings), item[1][1])
-    )
-    idle = settings.idle_lanes > 0
-    idle_queue = [c for c in ordered if idle and only_waits(c[1])]
-    rest = [c for c in ordered if not (idle and only_waits(c[1]))]
-    long_queue = [c for c in rest if estimated_s(c[1], settings) >= LONG_CASE_S]
-    short_queue = [c for c in rest if estimated_s(c[1], settings) < LONG_CASE_S]
-    queues = {
-        "general": (short_queue, long_queue, idle_queue),
-        "wait": (long_queue, idle_queue),
-        "idle": (idle_queue,),
-    }
+    # Kinds, lanes and which case a worker takes next: ``harness.scheduling`` (a worker
+    # stays on its target, so its clean child is reused); results still come back in
+    # ``cases`` order.
+    queue = CaseQueue(cases, settings)
     lock = threading.Lock()
-    # Idle lanes start their children a few at a time: a burst of start-ups (hermes
-    # imports ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
+    # Children for idle lanes start a few at a time: a burst of start-ups (hermes imports
+    # ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
     starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
     errors: list[BaseException] = []
 
-    def next_case(lane: str) -> tuple[int, tuple[Scenario, str]] | None:
-        with lock:
-            if errors:
-                return None
-            for queue in queues[lane]:
-                if queue:
-                    return queue.pop(0)
-            return None
-
-    def peek_case(lane: str) -> tuple[Scenario, str] | None:
-        with lock:
-            for queue in queues[lane]:
-                if queue:
-                    return queue[0][1]
-            return None
-
-    def worker(lane: str) -> None:
+    def worker(lane: str, name: str) -> None:
         spares: dict[str, TargetProcess] = {}
+        current: str | None = None
         try:
             with factory() as server, contextlib.ExitStack() as stack:
                 follow_up = _FollowUp(stack, factory)
-                while (item := next_case(lane)) is not None:
+                while (item := queue.take(lane, name, current)) is not None:
                     index, (scenario, target) = item
+                    current = target
                     child = spares.pop(target, None)
-                    upcoming = peek_case(lane)
+                    upcoming = queue.peek(lane, name, target)
+                    _drop_spares(spares, keep=None if upcoming is None else upcoming[1])
                     # Start the next case's child now, so its start-up (imports, warm-up)
                     # overlaps this case; for the same reusable target, this case's child
-                    # is usually reused instead.
-                    if _wants_spare(upcoming, target, spares):
+                    # is usually reused instead. Not on an idle lane: its cases start
+                    # their children through the throttle below.
+                    if lane != "idle" and _wants_spare(upcoming, target, spares):
                         assert upcoming is not None
                         spares[upcoming[1]] = TargetProcess.spawn(
                             upcoming[1], environ=settings.environ
@@ -233,18 +203,20 @@ def run_cases(
                         if on_result is not None:
                             on_result(result)
         except BaseException as exc:  # reported to the caller after the other workers stop
+            queue.stop()
             with lock:
                 errors.append(exc)
         finally:
-            for spare in spares.values():
-                spare.kill()
+            _drop_spares(spares, keep=None)
 
     general = min(settings.jobs, max(len(cases), 1))
     lanes = ["general"] * general
-    lanes += ["wait"] * min(settings.wait_lanes, len(long_queue))
-    lanes += ["idle"] * min(settings.idle_lanes, len(idle_queue))
+    lanes += ["wait"] * min(settings.wait_lanes, queue.count("long"))
+    lanes += ["idle"] * min(settings.idle_lanes, queue.count("idle"))
     threads = [
-        threading.Thread(target=worker, args=(lane,), name=f"harness-{lane}-{i}", daemon=True)
+        threading.Thread(
+            target=worker, args=(lane, f"{lane}-{i}"), name=f"harness-{lane}-{i}", daemon=True
+        )
         for i, lane in enumerate(lanes)
     ]
     for t in threads:
@@ -259,6 +231,12 @@ def run_cases(
 # --------------------------------------------------------------------------- helpers
 
 
+def _drop_spares(spares: dict[str, TargetProcess], *, keep: str | None) -> None:
+    """Kill the idle children a worker will not use (it moved on to another target)."""
+    for name in [name for name in spares if name != keep]:
+        spares.pop(name).kill()
+
+
 def _start_throttled(
     target: str, settings: RunSettings, starting: threading.BoundedSemaphore
 ) -> TargetProcess | None:
@@ -270,6 +248,9 @@ def _start_throttled(
             child.wait_ready(time.monotonic() + CHILD_START_S)
         except ChildFailed:
             return None  # already killed and reaped by the failed wait
+        except BaseException:
+            child.kill()  # interrupted: no child outlives the run
+            raise
     return child
 
 

@@ -1,0 +1,116 @@
+"""Which case a worker takes next: the run's cases in kinds and per-target groups.
+
+Three kinds of case: expected hangs (``only_waits``: the child idles until the ceiling),
+other long ones (``estimated_s`` >= ``LONG_CASE_S``: kernel timers, relays, proxies) and
+short ones. A lane takes kinds in its order (``LANE_KINDS``): a general worker short
+cases first, then long, then idle ones; a wait lane long then idle; an idle lane only
+expected hangs, so waiting cases wait side by side without adding to the cases that
+compete for the CPU.
+
+Within a kind the cases are grouped by target, each group longest first. A worker stays
+on its target while the kind has cases of it, so its clean child is reused (one child
+start-up per worker and target: ~1.7 s of CPU each here); otherwise it moves to the
+target with the most estimated work left per worker already on it, so the workers
+spread over the targets instead of all switching target at the same boundary (8 mutant
+stacks in one shared longest-first queue cost 4 workers 8 child start-ups each).
+
+Not here: running a case (``harness.runner``, ``harness.lifecycle``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from harness.planning import LONG_CASE_S, RunSettings, estimated_s, only_waits
+from harness.scenario import Scenario
+
+__all__ = ["LANE_KINDS", "CaseQueue"]
+
+Case = tuple[Scenario, str]
+#: lane -> the kinds of case it takes, in order of preference.
+LANE_KINDS: dict[str, tuple[str, ...]] = {
+    "general": ("short", "long", "idle"),
+    "wait": ("long", "idle"),
+    "idle": ("idle",),
+}
+
+
+class CaseQueue:
+    """The cases not yet taken, shared by the workers of one run (thread-safe)."""
+
+    def __init__(self, cases: Sequence[Case], settings: RunSettings) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        #: kind -> target -> [(estimate, index, case)], longest first
+        self._groups: dict[str, dict[str, list[tuple[float, int, Case]]]] = {
+            kind: {} for kind in ("short", "long", "idle")
+        }
+        #: worker -> the target it is on (its child's), for spreading the workers
+        self._on: dict[str, str] = {}
+        for index, case in enumerate(cases):
+            estimate = estimated_s(case, settings)
+            kind = self._kind(case, estimate, settings)
+            self._groups[kind].setdefault(case[1], []).append((estimate, index, case))
+        for groups in self._groups.values():
+            for group in groups.values():
+                group.sort(key=lambda item: (-item[0], item[1]))
+
+    @staticmethod
+    def _kind(case: Case, estimate: float, settings: RunSettings) -> str:
+        if settings.idle_lanes > 0 and only_waits(case):
+            return "idle"
+        return "long" if estimate >= LONG_CASE_S else "short"
+
+    def count(self, kind: str) -> int:
+        """How many cases of ``kind`` are left."""
+        with self._lock:
+            return sum(len(group) for group in self._groups[kind].values())
+
+    def stop(self) -> None:
+        """No more cases for anyone (a worker failed: the run ends)."""
+        with self._lock:
+            self._stopped = True
+
+    def take(self, lane: str, worker: str, current: str | None) -> tuple[int, Case] | None:
+        """The next case for ``worker`` on ``lane`` (``current``: the target of the case
+        it ran last), removed from the queue; None when its lane has nothing left."""
+        with self._lock:
+            found = self._choose(lane, worker, current)
+            if found is None:
+                self._on.pop(worker, None)
+                return None
+            kind, target = found
+            _, index, case = self._groups[kind][target].pop(0)
+            if not self._groups[kind][target]:
+                del self._groups[kind][target]
+            self._on[worker] = target
+            return index, case
+
+    def peek(self, lane: str, worker: str, current: str | None) -> Case | None:
+        """The case ``take`` would return now, left in the queue."""
+        with self._lock:
+            found = self._choose(lane, worker, current)
+            return None if found is None else self._groups[found[0]][found[1]][0][2]
+
+    def _choose(self, lane: str, worker: str, current: str | None) -> tuple[str, str] | None:
+        if self._stopped:
+            return None
+        for kind in LANE_KINDS[lane]:
+            groups = self._groups[kind]
+            if not groups:
+                continue
+            if current in groups:
+                return kind, current
+            others = [t for w, t in self._on.items() if w != worker]
+            return kind, min(groups, key=lambda t: _share(groups[t], t, others))  # noqa: B023 - called at once
+        return None
+
+
+def _share(
+    group: list[tuple[float, int, Case]], target: str, others: list[str]
+) -> tuple[float, str]:
+    """Sort key: most estimated work left per worker on ``target`` first (the name breaks
+    ties, so the choice is deterministic)."""
+    left = sum(item[0] for item in group) or float(len(group))
+    return (-left / (1 + others.count(target)), target)
