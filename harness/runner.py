@@ -61,6 +61,9 @@ __all__ = [
     "run_cases",
 ]
 
+#: Children for idle lanes start this many at a time: a burst of start-ups (hermes
+#: imports ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
+STARTING_AT_ONCE = max(2, os.cpu_count() or 1)
 #: Frozen, so one shared default is safe.
 _DEFAULT_SETTINGS = RunSettings()
 
@@ -157,9 +160,7 @@ def run_cases(
     # ``cases`` order.
     queue = CaseQueue(cases, settings)
     lock = threading.Lock()
-    # Children for idle lanes start a few at a time: a burst of start-ups (hermes imports
-    # ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
-    starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
+    starting = threading.BoundedSemaphore(STARTING_AT_ONCE)
     errors: list[BaseException] = []
 
     def worker(lane: str, name: str) -> None:

@@ -216,12 +216,114 @@ def test_expected_hangs_wait_side_by_side_on_idle_lanes():
     ok = make("ok", {"openai-sdk": "ok"})
     cases = [(h, "openai-sdk") for h in hangs] + [(ok, "openai-sdk")]
     assert [only_waits(c) for c in cases] == [True, True, False]
+    ended: dict[str, float] = {}
     settings = RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=1.0, idle_lanes=2)
+    results = run_cases(
+        cases, settings=settings, on_result=lambda r: ended.setdefault(r.scenario, time.monotonic())
+    )
+    assert [r.outcome.kind for r in results] == ["hung", "hung", "ok"]
+    windows = [(r.t_started, ended[r.scenario]) for r in results[:2]]
+    # both hangs were waiting at once (each from its call's start until its result came
+    # back): one ceiling, not two in a row
+    assert max(start for start, _ in windows) < min(end for _, end in windows), windows
+
+
+@pytest.mark.timeout(90)
+def test_idle_lane_children_start_no_more_than_the_throttle_allows_at_once(monkeypatch):
+    import threading
+
+    from harness import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "STARTING_AT_ONCE", 1)
+    spans: list[list[float]] = []
+    real_spawn = runner_module.TargetProcess.spawn
+    real_ready = runner_module.TargetProcess.wait_ready
+
+    def timed_spawn(target, **kwargs):
+        child = real_spawn(target, **kwargs)
+        child.test_span = [time.monotonic()]
+        if threading.current_thread().name.startswith("harness-idle"):
+            spans.append(child.test_span)
+        return child
+
+    def timed_ready(self, deadline):
+        real_ready(self, deadline)
+        if len(self.test_span) == 1:
+            self.test_span.append(time.monotonic())
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", timed_spawn)
+    monkeypatch.setattr(runner_module.TargetProcess, "wait_ready", timed_ready)
+    hangs = [
+        make(
+            f"hang_{i}",
+            {"openai-sdk": "hung"},
+            script={"rules": [{"fault": {"phase": "request", "action": "hang"}}]},
+        )
+        for i in range(2)
+    ]
+    ok = make("ok", {"openai-sdk": "ok"})  # keeps the general worker off the hangs
+    cases = [(h, "openai-sdk") for h in hangs] + [(ok, "openai-sdk")]
+    settings = RunSettings(time_scale=FAST, jobs=1, min_ceiling_s=0.5, idle_lanes=2)
     results = run_cases(cases, settings=settings)
     assert [r.outcome.kind for r in results] == ["hung", "hung", "ok"]
-    windows = [(r.t_started, r.t_started + r.ceiling_s) for r in results[:2]]
-    # both hangs were waiting at once: one ceiling, not two in a row
-    assert max(start for start, _ in windows) < min(end for _, end in windows)
+    assert len(spans) == 2  # one child per hang, none pre-started beside them
+    (a_start, a_ready), (b_start, _) = sorted(spans)
+    # one start-up at a time: the second child was spawned after the first said ready
+    assert a_ready <= b_start
+
+
+@pytest.mark.timeout(90)
+def test_workers_start_on_different_targets_and_reuse_their_children(monkeypatch):
+    import threading
+
+    from harness import runner as runner_module
+
+    spawned: list[tuple[str, str]] = []
+    real_spawn = runner_module.TargetProcess.spawn
+
+    def counting_spawn(target, **kwargs):
+        spawned.append((threading.current_thread().name, target))
+        return real_spawn(target, **kwargs)
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", counting_spawn)
+    # target-major, as `harness mutants` orders them: one shared queue sent both workers
+    # to openai-sdk first and then both to reference (four child start-ups)
+    cases = [
+        (make(f"ok_{t}_{i}", {}), target)
+        for t, target in enumerate(("openai-sdk", "reference"))
+        for i in range(3)
+    ]
+    results = run_cases(cases, settings=RunSettings(time_scale=FAST, jobs=2))
+    assert all(r.outcome.kind == "ok" for r in results), [r.message for r in results]
+    workers, targets = zip(*spawned[:2], strict=True)
+    assert len(set(workers)) == 2 and set(targets) == {"openai-sdk", "reference"}, spawned
+
+
+@pytest.mark.timeout(90)
+def test_a_failing_worker_stops_the_run_raises_and_leaves_no_child_behind(monkeypatch):
+    from harness import runner as runner_module
+
+    children = []
+    real_spawn = runner_module.TargetProcess.spawn
+
+    def keeping_spawn(target, **kwargs):
+        children.append(real_spawn(target, **kwargs))
+        return children[-1]
+
+    def failing_on_result(result):
+        raise RuntimeError(f"report of {result.scenario} failed")
+
+    monkeypatch.setattr(runner_module.TargetProcess, "spawn", keeping_spawn)
+    # a never-reused target: the worker pre-starts the next case's child during each case
+    target = "runner.targets_double:EnvTarget"
+    cases = [(make(f"env_{i}", {}), target) for i in range(4)]
+    environ = {**os.environ, "PYTHONPATH": TESTS_DIR}
+    settings = RunSettings(time_scale=FAST, jobs=1, environ=environ)
+    with pytest.raises(RuntimeError, match="report of env_0 failed"):
+        run_cases(cases, settings=settings, on_result=failing_on_result)
+    # the first case's child and the spare started for the second, and no more cases
+    assert len(children) == 2
+    assert all(child._popen.poll() is not None for child in children)  # all reaped
 
 
 @pytest.mark.timeout(90)

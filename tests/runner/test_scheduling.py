@@ -1,0 +1,84 @@
+"""Which case a worker takes next (``harness.scheduling.CaseQueue``): pure, no children."""
+
+from __future__ import annotations
+
+from harness.planning import RunSettings
+from harness.scenario import scenario_from_dict
+from harness.scheduling import CaseQueue
+
+HANG = {"rules": [{"fault": {"phase": "request", "action": "hang"}}]}
+
+
+def make(name: str, expected: dict[str, str], **fields) -> object:
+    return scenario_from_dict({"name": name, "summary": name, "expected": expected, **fields})
+
+
+def short_cases(target: str, n: int) -> list[tuple[object, str]]:
+    stem = target.replace("-", "_").replace(":", "_")
+    return [(make(f"{stem}_{i}", {}), target) for i in range(n)]
+
+
+def test_workers_spread_over_targets_and_each_stays_on_its_own():
+    # target-major, as `harness mutants` builds it: one shared longest-first queue sent
+    # every worker to the first target, then all of them to the next one at once
+    cases = (
+        short_cases("openai-sdk", 3) + short_cases("reference", 3) + short_cases("mutant:none", 2)
+    )
+    queue = CaseQueue(cases, RunSettings(jobs=2))
+    first = {w: queue.take("general", w, None) for w in ("w0", "w1")}
+    targets = {w: item[1][1] for w, item in first.items() if item is not None}
+    assert len(set(targets.values())) == 2  # two workers, two targets
+    taken = {w: [targets[w]] for w in targets}
+    for _ in range(2):
+        for w in ("w0", "w1"):
+            item = queue.take("general", w, taken[w][-1])
+            assert item is not None
+            taken[w].append(item[1][1])
+    # each worker ran its own target's three cases in a row: its child is reused
+    assert all(len(set(ts)) == 1 for ts in taken.values()), taken
+    # the one target nobody is on comes next, rather than joining the other worker
+    item = queue.take("general", "w0", taken["w0"][-1])
+    assert item is not None and item[1][1] not in taken.values()
+
+
+def test_a_worker_whose_target_ran_out_joins_the_target_with_most_work_per_worker():
+    cases = short_cases("openai-sdk", 1) + short_cases("reference", 2)
+    queue = CaseQueue(cases, RunSettings(jobs=2))
+    assert queue.take("general", "w1", None)[1][1] == "reference"  # most work
+    assert queue.take("general", "w0", None)[1][1] == "openai-sdk"  # nobody on it
+    assert queue.peek("general", "w0", "openai-sdk")[1] == "reference"
+    assert queue.take("general", "w0", "openai-sdk")[1][1] == "reference"
+
+
+def test_lanes_take_only_their_kinds_and_in_their_order():
+    hang = make("hang", {"openai-sdk": "hung"}, script=HANG)
+    relay = make(
+        "relay",
+        {"openai-sdk": "ok"},
+        ceiling_s=300,  # a quarter of its 15 s ceiling is a long case
+        network={"backend": "relay", "relay": {"mode": "pass"}},
+    )
+    short = make("short", {"openai-sdk": "ok"})
+    cases = [(short, "openai-sdk"), (relay, "openai-sdk"), (hang, "openai-sdk")]
+    settings = RunSettings(jobs=1, time_scale=0.05, min_ceiling_s=3.0)
+    queue = CaseQueue(cases, settings)
+    assert [queue.count(k) for k in ("short", "long", "idle")] == [1, 1, 1]
+    assert queue.peek("idle", "i", None)[0].name == "hang"
+    assert queue.peek("wait", "w", None)[0].name == "relay"
+    assert queue.take("general", "g", None)[1][0].name == "short"
+    assert queue.take("general", "g", "openai-sdk")[1][0].name == "relay"
+    assert queue.take("wait", "w", None)[1][0].name == "hang"
+    assert queue.take("idle", "i", None) is None
+
+
+def test_without_idle_lanes_an_expected_hang_is_a_long_case():
+    hang = make("hang", {"openai-sdk": "hung"}, script=HANG)
+    queue = CaseQueue([(hang, "openai-sdk")], RunSettings(jobs=1, idle_lanes=0))
+    assert [queue.count(k) for k in ("short", "long", "idle")] == [0, 1, 0]
+
+
+def test_a_stopped_queue_hands_out_nothing():
+    queue = CaseQueue(short_cases("openai-sdk", 2), RunSettings(jobs=1))
+    queue.stop()
+    assert queue.take("general", "w0", None) is None
+    assert queue.peek("general", "w0", None) is None
