@@ -73,30 +73,37 @@ def observe_case(
         return Observed(
             report={"status": "skipped", "message": detail}, not_run_is_mismatch=ci
         ), child
-    with _network(scenario, server=server, time_scale=time_scale) as net:
-        net.server.load(scenario.script, time_scale=time_scale)
-        net.server.reply_source = _cassette_source(scenario, time_scale)
-        if child is None or scenario.env or net.command_prefix:
-            if child is not None:
-                child.kill()
-            child = TargetProcess.spawn(
-                target,
-                environ=settings.environ,
-                extra_env=scenario.env,
-                command_prefix=net.command_prefix,
+    # The child is this function's from here on: whatever escapes (a relay or proxy that
+    # cannot be set up, a server that refuses the script) must not leave it running.
+    try:
+        with _network(scenario, server=server, time_scale=time_scale) as net:
+            net.server.load(scenario.script, time_scale=time_scale)
+            net.server.reply_source = _cassette_source(scenario, time_scale)
+            if child is None or scenario.env or net.command_prefix:
+                if child is not None:
+                    child.kill()
+                child = TargetProcess.spawn(
+                    target,
+                    environ=settings.environ,
+                    extra_env=scenario.env,
+                    command_prefix=net.command_prefix,
+                )
+            cls = load_target(target)
+            if scenario.backend == "kernel" or not getattr(cls, "follows_up", False):
+                follow_up_url = None
+            observed, reusable = _run_in_child(
+                scenario,
+                child,
+                net,
+                _job(scenario, net.base_url, time_scale, follow_up_url),
+                settings=settings,
+                ceiling_s=ceiling_s,
+                reusable_target=bool(getattr(cls, "reusable", False)),
             )
-        cls = load_target(target)
-        if scenario.backend == "kernel" or not getattr(cls, "follows_up", False):
-            follow_up_url = None
-        observed, reusable = _run_in_child(
-            scenario,
-            child,
-            net,
-            _job(scenario, net.base_url, time_scale, follow_up_url),
-            settings=settings,
-            ceiling_s=ceiling_s,
-            reusable_target=bool(getattr(cls, "reusable", False)),
-        )
+    except BaseException:
+        if child is not None:
+            child.kill()
+        raise
     return observed, reusable
 
 

@@ -504,3 +504,19 @@ def test_attempt_killed_on_a_live_stream_is_a_false_kill_even_when_the_retry_suc
     assert result.outcome.kind == "false_kill", result.message
     assert "2 requests for 1 call(s)" in result.outcome.detail
     assert result.requests == 2 and not result.matched
+
+
+@pytest.mark.timeout(60)
+def test_a_case_that_fails_before_its_call_kills_the_child_it_was_given():
+    from harness.targets.process import TargetProcess
+
+    class RefusingServer:
+        base_url = "http://127.0.0.1:9"
+
+        def load(self, script, *, time_scale):
+            raise RuntimeError("script refused")
+
+    child = TargetProcess.spawn("openai-sdk", environ=dict(os.environ))
+    with pytest.raises(RuntimeError, match="script refused"):
+        run_case(make("refused", {}), "openai-sdk", server=RefusingServer(), child=child)
+    assert child._popen.poll() is not None  # killed and reaped, not left running
