@@ -190,7 +190,7 @@ class StackTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ClientSettings, ReferenceClient
-        from harness.targets.reference import scaled_settings
+        from harness.targets.reference import rendered_calls, scaled_settings
 
         settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
         probe = _Probe()
@@ -226,11 +226,13 @@ class StackTarget(Target):
         if error is not None:
             raise error
         last = replies[-1]
+        # tool calls as comparable text, as the reference target gives them: without it a
+        # healthy tool-call reply looked truncated and the baseline missed six scenarios
         return CallResult(
-            text=last.text,
+            text=last.text + rendered_calls(last),
             finish_reason=last.finish_reason,
             attempts=sum(r.attempts for r in replies),
-            texts=tuple(r.text for r in replies),
+            texts=tuple(r.text + rendered_calls(r) for r in replies),
         )
 
 

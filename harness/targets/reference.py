@@ -67,11 +67,11 @@ class ReferenceTarget(Target):
         last = replies[-1]
         return CallResult(
             # tool calls as comparable text (harness.replies.render_tool_call)
-            text=last.text + _rendered_calls(last),
+            text=last.text + rendered_calls(last),
             finish_reason=last.finish_reason,
             # every request of the job, so the runner can set it next to the server's count
             attempts=sum(r.attempts for r in replies),
-            texts=tuple(r.text + _rendered_calls(r) for r in replies),
+            texts=tuple(r.text + rendered_calls(r) for r in replies),
         )
 
 
@@ -88,7 +88,8 @@ def scaled_settings(
     return values
 
 
-def _rendered_calls(reply: Any) -> str:
+def rendered_calls(reply: Any) -> str:
+    """A reply's tool calls as comparable text (``harness.replies.render_tool_call``)."""
     from harness.replies import render_tool_call
 
     return "".join(render_tool_call(c.name, c.raw_arguments) for c in reply.tool_calls)
