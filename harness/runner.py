@@ -11,8 +11,9 @@ exists because a bare SDK's own retry backoff (0.5 s, 1 s) runs in real time wha
 the time scale: below ~3 s a correct SDK retry would be called hung.
 
 Parallelism: ``jobs`` worker threads, plus ``wait_lanes`` for long cases and
-``idle_lanes`` for expected hangs (which only wait), each with its own fault server and
-its own pre-started target children (a child imports and warms up its client while the
+``idle_lanes`` for expected hangs (which only wait; which case a lane takes next is
+``harness.scheduling``'s), each with its own fault server and its own pre-started
+target children (a child imports and warms up its client while the
 previous case runs; a target whose children serve one job each, like hermes, gets its
 next child started during the current case). A child whose case returned or raised and
 left no leak is reused for the next case of its target (``reuse_children``); a hung or
@@ -147,7 +148,9 @@ def run_cases(
     server_factory: Callable[[], Any] | None = None,
 ) -> list[CaseResult]:
     """Run ``cases`` on ``settings.jobs`` workers (plus ``settings.wait_lanes`` for long,
-    waiting cases); results come back in ``cases`` order.
+    waiting cases and ``settings.idle_lanes`` for expected hangs); results come back in
+    ``cases`` order. The first error a worker meets stops the run and is raised, after
+    every worker has stopped and killed its spare children.
 
     ``on_result`` is called (from a worker thread, under a lock) as each case finishes.
     ``server_factory`` builds a started fault server per worker (default: the embedded
