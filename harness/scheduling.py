@@ -1,8 +1,9 @@
 """Which case a worker takes next: the run's cases in kinds and per-target groups.
 
 Three kinds of case: expected hangs (``only_waits``: the child idles until the ceiling),
-other long ones (``estimated_s`` >= ``LONG_CASE_S``: kernel timers, relays, proxies) and
-short ones. A lane takes kinds in its order (``LANE_KINDS``): a general worker short
+other long ones (``estimated_s`` >= ``LONG_CASE_S``: kernel timers, relays, proxies; or
+a scenario that raises its own time scale above the run's, so it paces in near real
+time) and short ones. A lane takes kinds in its order (``LANE_KINDS``): a general worker short
 cases first, then long, then idle ones; a wait lane long then idle; an idle lane only
 expected hangs, so waiting cases wait side by side without adding to the cases that
 compete for the CPU.
@@ -60,7 +61,11 @@ class CaseQueue:
     def _kind(case: Case, estimate: float, settings: RunSettings) -> str:
         if settings.idle_lanes > 0 and only_waits(case):
             return "idle"
-        return "long" if estimate >= LONG_CASE_S else "short"
+        # A scenario with a time-scale floor of its own (slow-but-alive pacing, a relay,
+        # kernel timers) paces in near real time with wide margins: it waits, and its
+        # seconds (10 s for a keep-alive stream at 0.2) kept the general workers busy.
+        floored = case[0].time_scale_for(settings.time_scale) > settings.time_scale
+        return "long" if estimate >= LONG_CASE_S or floored else "short"
 
     def count(self, kind: str) -> int:
         """How many cases of ``kind`` are left."""

@@ -82,3 +82,15 @@ def test_a_stopped_queue_hands_out_nothing():
     queue.stop()
     assert queue.take("general", "w0", None) is None
     assert queue.peek("general", "w0", None) is None
+
+
+def test_a_scenario_paced_at_its_own_time_scale_floor_waits_on_a_wait_lane():
+    paced = make("paced", {"openai-sdk": "ok"}, min_time_scale=0.2)
+    plain = make("plain", {"openai-sdk": "ok"})
+    cases = [(paced, "openai-sdk"), (plain, "openai-sdk")]
+    queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.05))
+    assert [queue.count(k) for k in ("short", "long", "idle")] == [1, 1, 0]
+    assert queue.peek("wait", "w", None)[0].name == "paced"
+    # a run as slow as the floor: nothing is paced slower than the rest
+    queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.2))
+    assert [queue.count(k) for k in ("short", "long", "idle")] == [2, 0, 0]
