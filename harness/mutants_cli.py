@@ -32,20 +32,7 @@ from harness.runner import DEFAULT_JOBS, DEFAULT_TIME_SCALE, CaseResult, RunSett
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError, load_catalog, select
 from harness.targets.mutants import BASELINE_TARGET, MUTANTS
 
-__all__ = [
-    "MUTANTS_WAIT_LANES",
-    "MutationReport",
-    "add_arguments",
-    "main",
-    "markdown",
-    "mutation_report",
-    "run_mutants",
-]
-
-#: Lanes for the waiting cases (relays at 0.5, keep-alive and reasoning pauses paced at
-#: 0.1-0.2): 8 stacks make ~420 of their ~570 case-seconds, which on the runner's 2
-#: lanes were the critical path; they cost little CPU (a few more child start-ups).
-MUTANTS_WAIT_LANES = 4
+__all__ = ["MutationReport", "add_arguments", "main", "markdown", "mutation_report", "run_mutants"]
 
 
 @dataclass(frozen=True)
@@ -204,9 +191,7 @@ def run_mutants(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
         )
         return 2
     try:
-        settings = RunSettings(
-            time_scale=args.time_scale, jobs=args.jobs, wait_lanes=MUTANTS_WAIT_LANES
-        )
+        settings = RunSettings(time_scale=args.time_scale, jobs=args.jobs)
         scenarios = select(load_catalog(Path(args.catalog)), args.scenarios)
     except (ScenarioError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

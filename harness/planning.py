@@ -44,8 +44,11 @@ DEFAULT_TARGETS = ("reference", "openai-sdk")
 #: Clean children are reused and short cases wait on paced streams, so two workers per
 #: core keep the cores busy; more made 0.01-scale deadlines flaky on a loaded 2-core box.
 DEFAULT_JOBS = max(1, min(2 * (os.cpu_count() or 1), 8))
-#: Extra workers for long cases that mostly wait (see ``run_cases``).
-DEFAULT_WAIT_LANES = 2
+#: Extra workers for long cases that mostly wait (see ``harness.scheduling``): relays,
+#: proxies, kernel timers and streams paced at their own time-scale floor. Four, not
+#: two: with the paced streams among them (a mutants run's ~420 of ~570 case-seconds)
+#: two lanes were its critical path; they cost little CPU (a few child start-ups).
+DEFAULT_WAIT_LANES = 4
 #: Extra workers for expected hangs: a hung child idles on a
 #: socket until the outer ceiling (no CPU), so many wait side by side (hermes's 45 s
 #: floor made 14 of them a queue of 45 s waits on two lanes).

@@ -8,12 +8,13 @@ cases first, then long, then idle ones; a wait lane long then idle; an idle lane
 expected hangs, so waiting cases wait side by side without adding to the cases that
 compete for the CPU.
 
-Within a kind the cases are grouped by target, each group longest first. A worker stays
-on its target while the kind has cases of it, so its clean child is reused (one child
-start-up per worker and target: ~1.7 s of CPU each here); otherwise it moves to the
-target with the most estimated work left per worker already on it, so the workers
-spread over the targets instead of all switching target at the same boundary (8 mutant
-stacks in one shared longest-first queue cost 4 workers 8 child start-ups each).
+Within a kind the cases are grouped by target, each group longest first. A worker takes
+the longest case left, but stays on its own target unless another target's longest
+case is ``SWITCH_COST_S`` longer, so its clean child is reused (~1.7 s of CPU per child
+start-up here); among equals it moves to the target with the most estimated work left
+per worker already on it, so the workers spread over the targets instead of all
+switching target at the same boundary (8 mutant stacks in one shared longest-first
+queue cost 4 workers a child start-up at nearly every target boundary).
 
 Not here: running a case (``harness.runner``, ``harness.lifecycle``).
 """
@@ -26,9 +27,12 @@ from collections.abc import Sequence
 from harness.planning import LONG_CASE_S, RunSettings, estimated_s, only_waits
 from harness.scenario import Scenario
 
-__all__ = ["LANE_KINDS", "CaseQueue"]
+__all__ = ["LANE_KINDS", "SWITCH_COST_S", "CaseQueue"]
 
 Case = tuple[Scenario, str]
+#: What moving to another target costs a worker: a child start-up (imports and warm-up,
+#: ~1.7 s of CPU for the reference client; hermes's more).
+SWITCH_COST_S = 2.0
 #: lane -> the kinds of case it takes, in order of preference.
 LANE_KINDS: dict[str, tuple[str, ...]] = {
     "general": ("short", "long", "idle"),
@@ -103,19 +107,21 @@ class CaseQueue:
             return None
         for kind in LANE_KINDS[lane]:
             groups = self._groups[kind]
-            if not groups:
-                continue
-            if current in groups:
-                return kind, current
-            others = [t for w, t in self._on.items() if w != worker]
-            return kind, min(groups, key=lambda t: _share(groups[t], t, others))  # noqa: B023 - called at once
+            if groups:
+                others = [t for w, t in self._on.items() if w != worker]
+                best = min(groups, key=lambda t: _rank(groups[t], t, current, others))  # noqa: B023 - called at once
+                return kind, best
         return None
 
 
-def _share(
-    group: list[tuple[float, int, Case]], target: str, others: list[str]
-) -> tuple[float, str]:
-    """Sort key: most estimated work left per worker on ``target`` first (the name breaks
-    ties, so the choice is deterministic)."""
+def _rank(
+    group: list[tuple[float, int, Case]], target: str, current: str | None, others: list[str]
+) -> tuple[float, float, str]:
+    """Sort key for the next target: the longest case first (a long case left for the
+    tail is the wall time), the worker's own target counted ``SWITCH_COST_S`` longer (a
+    switch costs a child start-up); then most estimated work left per worker on it, so
+    workers spread over the targets; the name breaks ties, so the choice is
+    deterministic."""
+    head = group[0][0] + (SWITCH_COST_S if target == current else 0.0)
     left = sum(item[0] for item in group) or float(len(group))
-    return (-left / (1 + others.count(target)), target)
+    return (-head, -left / (1 + others.count(target)), target)

@@ -94,3 +94,25 @@ def test_a_scenario_paced_at_its_own_time_scale_floor_waits_on_a_wait_lane():
     # a run as slow as the floor: nothing is paced slower than the rest
     queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.2))
     assert [queue.count(k) for k in ("short", "long", "idle")] == [2, 0, 0]
+
+
+def relay(name: str, ceiling_s: float) -> object:
+    network = {"backend": "relay", "relay": {"mode": "pass"}}
+    return make(name, {}, ceiling_s=ceiling_s, network=network)
+
+
+def test_a_worker_leaves_its_target_only_for_a_case_longer_by_a_child_start_up():
+    # at 0.05 a relay's estimate is a quarter of its ceiling: 3.75 s, 4.5 s, 12.5 s
+    cases = [
+        (relay("ref_a", 300), "reference"),
+        (relay("ref_b", 300), "reference"),
+        (relay("sdk_near", 360), "openai-sdk"),
+        (relay("sdk_far", 1000), "openai-sdk"),
+    ]
+    queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.05))
+    assert queue.count("long") == 4
+    # 12.5 s on another target beats 3.75 s + SWITCH_COST_S on its own: the long case
+    # is not left for the tail
+    assert queue.take("wait", "w", "reference")[1][0].name == "sdk_far"
+    # 4.5 s is not worth a child start-up: it stays on reference
+    assert queue.take("wait", "w", "reference")[1][0].name == "ref_a"
