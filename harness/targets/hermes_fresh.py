@@ -26,8 +26,10 @@ Not reset, and why: everything hermes keeps per agent (the stale-stream streak,
 ``_rate_limit_state``, fallback index, credential pool, clients) -- every job builds a
 new ``AIAgent``; pure memo caches of pure functions (``functools.lru_cache`` on
 ``urlsplit``, pydantic type adapters); values resolved once from the machine and the
-base environment (time zone, WSL, browser flags), the same for every job; log handlers
-and the activity-monitor thread, part of the child's leak baseline.
+base environment (time zone, WSL, browser flags, the warm-up's ``env-probe`` line for
+the system prompt), the same for every job; display settings and log-once flags
+(``agent.display``, ``*_warned``), which change no request; log handlers and the
+activity-monitor thread, part of the child's leak baseline.
 
 What a job leaves that this cannot undo is the runner's business: a leaked thread,
 descriptor or socket stops reuse there. A job that crashes hermes's setup or ends in a
