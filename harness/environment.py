@@ -22,6 +22,8 @@ Variables:
 ``HARNESS_HERMES_PYTHON``            python of the hermes-agent virtualenv
 ``HARNESS_EXTRA_TARGETS``            "1": ci/setup builds the litellm / langchain / agents
                                      venvs, and their tests must run (fail on CI if missing)
+``HARNESS_HERMES_REUSE``             "0": one hermes child per case (default: a clean child
+                                     takes the next case; to compare outcomes both ways)
 ==================================  =====================================================
 """
 
@@ -87,6 +89,7 @@ class Environment:
     toxiproxy_bin: str | None = None
     hermes_python: str | None = None
     extra_targets: bool = False
+    hermes_reuse: bool = True
 
     @property
     def live_enabled(self) -> bool:
@@ -108,6 +111,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         toxiproxy_bin=(env.get("HARNESS_TOXIPROXY_BIN") or "").strip() or None,
         hermes_python=(env.get("HARNESS_HERMES_PYTHON") or "").strip() or None,
         extra_targets=(env.get("HARNESS_EXTRA_TARGETS") or "").strip() == "1",
+        hermes_reuse=(env.get("HARNESS_HERMES_REUSE") or "").strip() != "0",
     )
 
 

@@ -150,6 +150,7 @@ def _run_in_child(
                 and not scenario.env
                 and not net.command_prefix
                 and reusable_target
+                and report.get("reuse") is not False  # the child declined another job
             ):
                 reusable = child
             else:

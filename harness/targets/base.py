@@ -18,6 +18,8 @@ speaks JSON lines on its stdout (its ``print`` output goes to stderr)::
     child  -> {"event": "ready", ...}  again, then waits for the next command
     runner -> {"cmd": "run", ...}    another job, when the last one left no leak, or
               {"cmd": "exit"}        after it has read the child's leaks from /proc
+                                     (always after a result with "reuse": false: the
+                                     child declined another job)
 
 A child is reused (``Target.reusable``) only after a case that returned or raised and left nothing behind
 (no extra descriptor, thread or socket), so no state that matters carries over; the

@@ -12,7 +12,10 @@ records its arguments under the scratch ``HERMES_HOME`` -- ``hermes_tool.py``; n
 memory, no context files) in a scratch
 ``HERMES_HOME``, from a scrubbed environment plus the scenario's deadlines translated
 to hermes's documented variables (:func:`hermes_env`; what hermes has no knob for keeps
-hermes's default). Three hermes API modes run: ``chat`` is ``chat_completions``,
+hermes's default). A child that left nothing behind takes the next case (hermes's
+imports cost ~1.3 s of CPU per child); the driver first puts the environment,
+``HERMES_HOME`` and hermes's process-wide caches back as the warm-up left them
+(``hermes_fresh``), or declines reuse when it cannot vouch for them. Three hermes API modes run: ``chat`` is ``chat_completions``,
 ``responses`` is ``codex_responses``, ``messages`` is ``anthropic_messages``. A turn in
 which hermes ran the tool with cut arguments is reported as raised
 ``ExecutedTruncatedToolCall``, which classification turns into the outcome
@@ -79,10 +82,21 @@ DRIVER_PATH = Path(__file__).resolve().with_name("hermes_driver.py")
 HERMES_MIN_CEILING_S = 45.0
 
 
+class _ReuseSwitch:
+    """``HermesTarget.reusable``: ``HARNESS_HERMES_REUSE`` read when the runner asks, so
+    the same process can run the catalog with reuse and without."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> bool:
+        return read_environment().hermes_reuse
+
+
 class HermesTarget(Target):
     name = "hermes"
     apis = ("chat", "responses", "messages")
     min_ceiling_s: ClassVar[float] = HERMES_MIN_CEILING_S
+    #: A clean child takes the next case (the driver restores hermes's process-wide
+    #: state before each job: ``hermes_fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
+    reusable = _ReuseSwitch()  # type: ignore[assignment]
 
     @classmethod
     def command(cls) -> list[str]:

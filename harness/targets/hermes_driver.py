@@ -20,7 +20,14 @@ Usage::
 ``--child`` speaks the JSON-lines protocol of :mod:`harness.targets.base` on stdout
 (ready / run / started / result / exit), so the runner starts this script as the
 ``hermes`` target's child process (``HermesTarget.command``): a hung hermes is the
-process the runner kills and whose sockets it counts. A job's ``settings`` (the
+process the runner kills and whose sockets it counts. The child takes job after job
+(the runner reuses one that left no leak): before each, ``hermes_fresh.Baseline``
+restores what the warm-up left -- ``os.environ`` (a job's ``env`` goes on top of the
+base environment, never on top of the last job's), ``HERMES_HOME``'s files and the
+module-level caches and counters hermes keeps across agents -- and every job builds a
+new ``AIAgent``, so per-agent state (the stale-stream streak, rate-limit state, clients)
+starts fresh. After a job that raised in hermes's setup, or a ``BaseException`` that is
+not an ``Exception``, the child declines reuse (``"reuse": false`` in its result). A job's ``settings`` (the
 scenario's reference-client deadlines, in scenario seconds) become hermes's own
 environment variables, times the job's ``time_scale`` (see :data:`SETTING_ENV`);
 settings a scenario does not give keep hermes's defaults. The result reports the
@@ -62,15 +69,17 @@ Result (one line on the real stdout; everything hermes prints goes to stderr)::
      "exception": null | {"error", "mro", "message", "causes"},   # setup failure
      "transport": {...},   # the primary client's httpx settings, for the record
      "env": {...},         # the HERMES_* variables this run set
+     "environ": {...},     # the HERMES_* variables hermes saw (but HERMES_HOME, _SESSION_ID)
      "t_start", "t_end", "elapsed_s"}
 
 A turn's ``exception`` has the same fields: every exception is described by
 ``protocol.describe_exception``, the one the runner's child protocol uses.
 
-The driver is three modules beside this script, loaded by file path (the harness
+The driver is four modules beside this script, loaded by file path (the harness
 package is not importable in hermes's venv): ``protocol`` (the child protocol, shared
-with ``harness.targets.child``), ``hermes_spec`` (the spec and the settings mapping)
-and ``hermes_turns`` (running hermes).
+with ``harness.targets.child``), ``hermes_spec`` (the spec and the settings mapping),
+``hermes_turns`` (running hermes) and ``hermes_fresh`` (what is reset between jobs,
+and why).
 
 Timestamps are ``time.monotonic()`` (CLOCK_MONOTONIC: comparable with the fault
 server's timeline across processes on Linux).
@@ -128,12 +137,19 @@ def main(argv: list[str]) -> int:
 
 
 def _child(proto: TextIO, home: str) -> int:
-    """The runner's child protocol: prepare, ``ready``, one job, ``result``, wait for exit."""
-    protocol, spec_mod, turns = (_sibling(n) for n in ("protocol", "hermes_spec", "hermes_turns"))
+    """The runner's child protocol: prepare, ``ready``, jobs until ``exit``.
+
+    Each job starts from the state the warm-up left (``hermes_fresh.Baseline``), so a
+    reused child answers it as a fresh one would; a job after which that cannot be
+    vouched for declines reuse (the child then exits after it)."""
+    protocol, spec_mod, turns, fresh = (
+        _sibling(n) for n in ("protocol", "hermes_spec", "hermes_turns", "hermes_fresh")
+    )
     try:
         turns.prepare_home(home, {})
         os.environ["HERMES_HOME"] = home
         turns.warm_up()
+        baseline = fresh.Baseline(home)
     except BaseException as exc:  # a hermes that cannot start is reported, not a traceback
         protocol.fatal(proto, exc)
         return 1
@@ -143,6 +159,7 @@ def _child(proto: TextIO, home: str) -> int:
             spec = spec_mod.spec_from_job(job, home)
         except (spec_mod.SpecError, ValueError, KeyError, TypeError) as exc:
             return {"status": "skipped", "message": str(exc)}
+        baseline.restore()
         turns.prepare_home(home, spec["config"])
         os.environ.update(spec["env"])
         events: list[list[Any]] = []
@@ -151,16 +168,24 @@ def _child(proto: TextIO, home: str) -> int:
             events.append([time.monotonic(), kind, detail])
 
         started()
+        setup_failed = False
         try:
             run = turns.run_turns(spec, t_start=time.monotonic(), on_event=mark)
             report = turns.protocol_result(run)
         except BaseException as exc:  # a crash in AIAgent() itself is the data too
             report = {"status": "raised", **protocol.describe_exception(exc)}
+            setup_failed = True
         report["events"] = events
+        reason = fresh.declines_reuse(report, baseline, setup_failed=setup_failed)
+        if reason is not None:
+            report["reuse"] = False
+            report.setdefault("details", {})["reuse_declined"] = reason
         return report
 
-    # hermes keeps process-wide state between agents: one job per child.
-    return protocol.serve(proto, sys.stdin, handle, reuse=False)
+    try:
+        return protocol.serve(proto, sys.stdin, handle, reuse=True)
+    finally:
+        baseline.close()
 
 
 def _sibling(name: str) -> ModuleType:

@@ -55,6 +55,8 @@ _TURN_DETAILS = (
     "rebuild",
     "tool_calls",
 )
+#: HERMES_* variables the driver and hermes itself set (not a job's settings).
+_OWN = ("HERMES_HOME", "HERMES_SESSION_ID")
 _AGENT_OPTIONS = {
     "quiet_mode": True,
     "skip_context_files": True,
@@ -82,6 +84,8 @@ def run_turns(
 
     hermes_tool.register()
     mark = on_event or (lambda kind, detail="": None)
+    # what hermes reads, not what the spec asked for: a reused child must show no more
+    environ = {k: v for k, v in os.environ.items() if k.startswith("HERMES_") and k not in _OWN}
     agent = AIAgent(
         base_url=spec["base_url"],
         api_key=spec["api_key"],
@@ -117,6 +121,7 @@ def run_turns(
         "exception": None,
         "transport": _transport_facts(agent),
         "env": {k: v for k, v in spec["env"].items() if k.startswith("HERMES_")},
+        "environ": environ,
         "t_start": t_start,
         "t_end": t_end,
         "elapsed_s": t_end - t_start,
@@ -128,7 +133,7 @@ def protocol_result(run: dict[str, Any]) -> dict[str, Any]:
 
     ``details.turns`` keeps each turn's monotonic ``t_start``/``t_end``, so the requests
     the server saw (``RequestRecord.t_start``) can be attributed to their turn."""
-    details = {k: run.get(k) for k in ("hermes_version", "api_mode", "transport", "env")}
+    details = {k: run.get(k) for k in ("hermes_version", "api_mode", "transport", "env", "environ")}
     details["turns"] = [{k: t.get(k) for k in _TURN_DETAILS} for t in run["turns"]]
     count = len(run["turns"])
     turn = next((t for t in run["turns"] if not _clean(t)), run["turns"][-1])

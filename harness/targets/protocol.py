@@ -8,7 +8,8 @@ path, where the harness package is not importable.
 What is fixed here, for every child:
 
 * the events: ``ready`` (pid, t), ``started`` (t), ``result`` (status, t, events,
-  events_dropped, details, and the status's fields), ``fatal`` (the child cannot run);
+  events_dropped, details, the status's fields, and ``reuse: false`` when the child
+  declines another job), ``fatal`` (the child cannot run);
 * how an exception is reported (:func:`describe_exception`): ``error`` (class name, or
   ``Wrapper:Last`` for an error carrying ``attempts``), ``mro`` (class names without
   ``object`` and ``BaseException``), ``message`` (cut at :data:`MAX_MESSAGE_CHARS`),
@@ -83,7 +84,9 @@ def fatal(proto: TextIO, exc: BaseException | None = None, *, message: str = "")
 def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
     """The command loop: ``ready``, a ``run`` command, ``result``; then ``ready`` again and
     the next command when ``reuse``, else wait for ``exit`` (the runner reads the child's
-    leaks meanwhile). Returns the exit status (0)."""
+    leaks meanwhile). A handler declines reuse after one job by putting ``"reuse": False``
+    in its report: the result carries it (the runner then sends ``exit``, never another
+    job) and the child waits for ``exit``. Returns the exit status (0)."""
     while True:
         send(proto, {"event": "ready", "pid": os.getpid(), "t": time.monotonic()})
         line = stdin.readline()
@@ -96,7 +99,7 @@ def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
             message["job"], lambda: send(proto, {"event": "started", "t": time.monotonic()})
         )
         send(proto, {"event": "result", **_complete(report)})
-        if not reuse:
+        if not reuse or report.get("reuse") is False:
             stdin.readline()  # "exit" or EOF
             return 0
 
@@ -157,6 +160,8 @@ def problems(message: Mapping[str, Any]) -> list[str]:
         _check(out, message, "events", list)
         _check(out, message, "events_dropped", int)
         _check(out, message, "details", dict)
+        if message.get("reuse", False) is not False:
+            out.append(f"result.reuse={message.get('reuse')!r}; allowed: false or absent")
         for item in message.get("events") or ():
             if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], float)):
                 out.append(f"events item {item!r} is not [t, kind, detail]")

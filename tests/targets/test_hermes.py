@@ -366,8 +366,9 @@ def test_driver_speaks_the_runner_child_protocol(hermes_ready: None) -> None:
         )
         records = _api_records(srv)
     messages = [json.loads(line) for line in proc.stdout.decode().splitlines()]
-    assert [m["event"] for m in messages] == ["ready", "started", "result"]
-    result = messages[-1]
+    # ready again after the result: the child would take another job ("exit" ends it)
+    assert [m["event"] for m in messages] == ["ready", "started", "result", "ready"]
+    result = messages[2]
     assert result["status"] == "returned", result
     assert result["texts"] == [r.expected_text for r in records]
     assert result["details"]["env"]["HERMES_CODEX_TTFB_TIMEOUT_SECONDS"] == "5"

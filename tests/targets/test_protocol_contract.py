@@ -142,7 +142,14 @@ def test_problems_names_what_is_missing_or_wrong() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["protocol.py", "hermes_driver.py", "hermes_spec.py", "hermes_turns.py", "hermes_tool.py"],
+    [
+        "protocol.py",
+        "hermes_driver.py",
+        "hermes_spec.py",
+        "hermes_turns.py",
+        "hermes_tool.py",
+        "hermes_fresh.py",
+    ],
 )
 def test_modules_hermes_loads_by_path_import_only_the_stdlib_and_each_other(module: str) -> None:
     """hermes-agent's venv has no harness package: these files may import the standard
@@ -151,7 +158,7 @@ def test_modules_hermes_loads_by_path_import_only_the_stdlib_and_each_other(modu
     import sys
 
     tree = ast.parse((Path(PACKAGE_ROOT) / "harness" / "targets" / module).read_text())
-    siblings = {"protocol", "hermes_spec", "hermes_turns", "hermes_tool"}
+    siblings = {"protocol", "hermes_spec", "hermes_turns", "hermes_tool", "hermes_fresh"}
     allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent", "tools"}  # hermes
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
