@@ -138,11 +138,18 @@ class ServerCore:
             elif not state.had_control:
                 state.held.append((time.monotonic(), kind, detail))
 
+        def record_many(kind: str, details: list[tuple[tuple[str, Any], ...]]) -> None:
+            if state.visible:
+                self.timeline.record_many(state.number, holder.get("request"), kind, details)
+            else:
+                for d in details:
+                    record(kind, **dict(d))
+
         def made(conn: Connection) -> None:
             self.open.add(conn)
             record("accepted")
             task = asyncio.get_running_loop().create_task(
-                self.serve_connection(conn, state, holder, record)
+                self.serve_connection(conn, state, holder, record, record_many)
             )
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -167,6 +174,7 @@ class ServerCore:
         state: _ConnState,
         holder: dict[str, Any],
         record: Callable[..., Any],
+        record_many: Callable[..., Any] | None = None,
     ) -> None:
         idle_fault = None
         try:
@@ -178,7 +186,9 @@ class ServerCore:
                     break
                 parser, request = head
                 holder["request"] = None
-                keep, idle_fault = await self._handle(conn, state, holder, record, parser, request)
+                keep, idle_fault = await self._handle(
+                    conn, state, holder, (record, record_many), parser, request
+                )
                 if not keep:
                     break
         except PeerGone:
@@ -205,11 +215,12 @@ class ServerCore:
         conn: Connection,
         state: _ConnState,
         holder: dict[str, Any],
-        record: Callable[..., Any],
+        records: tuple[Callable[..., Any], Callable[..., Any] | None],
         parser: h11.Connection,
         request: h11.Request,
     ) -> tuple[bool, Exchange | None]:
         """Answer one request; (keep the connection?, idle-phase exchange or None)."""
+        record, record_many = records
         method = request.method.decode("latin-1")
         target = request.target.decode("latin-1")
         path = target.split("?", 1)[0]
@@ -254,6 +265,7 @@ class ServerCore:
             script=self.script,
             timeline=self.timeline,
             reply_source=self.reply_source,
+            record_many=record_many,
         )
         return await answer(req)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.server.apis import ReplyPlan
 from harness.server.connection import PeerGone
+from harness.server.pacing import plan_stretch, write_due
 from harness.server.wire import Exchange, end_body, framing_lines
 
 __all__ = ["BodyWriter", "write_reply"]
@@ -161,12 +162,17 @@ class BodyWriter:
         self.last_write = t0 = self.loop.time()
         if self._due("headers"):
             await self._fire("headers")
-        counted = 0
-        interval = script.event_interval_s
-        for data, is_counted in self.units:
+        counted, i, units, interval = 0, 0, self.units, script.event_interval_s
+        while i < len(units):
             self.counted = counted
             if self._due("event", counted):
                 await self._fire(f"event:{counted}")
+            j = self._stretch(i, counted)
+            if j > i:  # nothing but healthy events up to j: timer-driven writes
+                i, counted = await self._write_stretch(i, j, counted, t0)
+                continue
+            data, is_counted = units[i]
+            i += 1
             if not is_counted:  # an insert of a payload fault: never paced, never counted
                 await self._unit(data)
                 continue
@@ -189,6 +195,63 @@ class BodyWriter:
 
     async def _finish(self) -> bool:
         return await end_body(self.ex, self.framing, self.sent)
+
+    # ------------------------------------------------------------------ healthy stretch
+
+    def _stretch(self, i: int, counted: int) -> int:
+        """The end of the run of units from ``i`` that need nothing but their write at
+        their time: no fault point inside, no byte cut or trickle, no keep-alive comment,
+        within a declared length. ``i`` when unit ``i`` needs the unit-by-unit path."""
+        if self.byte_delay or (self.cut is not None and not self.fired):
+            return i
+        if self.script.keepalive_comment_s and self.framing != "content-length":
+            return i
+        f = self.fault
+        stop = None if f is None or self.fired or self.at_end else f.phase.n
+        room = None if self.declared is None else self.declared - self.sent
+        units, j = self.units, i
+        while j < len(units):
+            data, is_counted = units[j]
+            if room is not None:
+                room -= len(data)
+                if room < 0:
+                    break
+            counted += is_counted
+            j += 1
+            if counted == stop:
+                break
+        return j
+
+    async def _write_stretch(self, i: int, j: int, counted: int, t0: float) -> tuple[int, int]:
+        """Write units ``i:j`` (a :meth:`_stretch`) at their times; returns the next unit
+        index and the counted units written by then."""
+        plan = plan_stretch(
+            self.units[i:j],
+            counted,
+            t0=t0,
+            interval=self.script.event_interval_s,
+            shift=(self.event_shift, self.slow_from),
+            chunked=self.framing == "chunked",
+            sent=self.sent,
+        )
+        record_many, done = self.ex.record_many, [i, counted]
+
+        def on_written(k: int, m: int) -> None:
+            self.sent = plan.sent[m]
+            done[0], done[1] = i + m, plan.after[m - 1]
+            batch = plan.details[k:m]
+            if plan.inserts:
+                batch = [d for d in batch if d is not None]
+            if record_many is not None:
+                record_many("event_sent", batch)
+            else:
+                for d in batch:
+                    self.ex.record("event_sent", **dict(d))
+
+        if await write_due(self.conn, plan.frames, plan.times, on_written) < len(plan.frames):
+            await self.conn.drain()
+        self.last_write = self.loop.time()
+        return done[0], done[1]
 
     # ------------------------------------------------------------------ writing
 

@@ -217,6 +217,22 @@ class Connection(asyncio.BufferedProtocol):
         elif self._push_handle is None:
             self._push_handle = self._loop.call_soon(self._push)
 
+    def send_now(self, data: bytes) -> None:
+        """Write ``data`` and hand it to the transport at once (after coalesced bytes)."""
+        if self._out:
+            self._push()
+        self._fresh = True
+        self.write(data)
+
+    def watch_gone(self, fut: asyncio.Future[Any] | None) -> None:
+        """Wake ``fut`` when the peer goes, as a sleep is woken (``pacing.py`` waits on
+        its own future); ``None`` ends the watch, and the writer counts as resumed."""
+        if fut is None:
+            self._fresh = True
+        else:
+            self._push()
+        self._gone_waiter = fut
+
     @property
     def write_paused(self) -> bool:
         """The transport's buffer is above its high-water mark: ``drain()`` before more."""

@@ -58,6 +58,7 @@ class Request:
     timeline: Timeline
     #: answers the request in place of the synthetic reply (``harness.record``), or None
     reply_source: Any = None
+    record_many: Callable[..., Any] | None = None
 
 
 async def answer(req: Request) -> tuple[bool, Exchange | None]:
@@ -74,7 +75,9 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     action = fault.action if fault is not None else None
     phase = fault.phase.kind if fault is not None else None
     record("request_head", method=req.method, path=path, attempt=req.attempt)
-    ex = Exchange(conn, record, req.script, fault, f"req_{req.index}", req.keep_alive)
+    ex = Exchange(
+        conn, record, req.script, fault, f"req_{req.index}", req.keep_alive, req.record_many
+    )
     add_record = _once(req, api, str(fault) if fault is not None else None)
 
     if action is not None and phase == "accept":
@@ -103,7 +106,8 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
                 add_record(False, "", int(detail.get("body_bytes", 0)))
             record(kind, **detail)
 
-    body = await read_body(conn, req.parser, stall, body_record)
+    framed = declared if not _has_header(req.head, b"transfer-encoding") else None
+    body = await read_body(conn, req.parser, stall, body_record, framed)
     if body is None:
         add_record(False, "", 0)
         if not conn.gone:
@@ -210,3 +214,7 @@ def _content_length(request: h11.Request) -> int | None:
         if name == b"content-length":
             return int(value)  # h11 has validated it
     return None
+
+
+def _has_header(request: h11.Request, name: bytes) -> bool:
+    return any(k == name for k, _ in request.headers)

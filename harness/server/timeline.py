@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["RequestRecord", "Timeline", "TimelineEvent"]
 
-_Raw = tuple[float, int, "int | None", str, tuple[tuple[str, Any], ...]]
+_Detail = tuple[tuple[str, Any], ...]
+_Raw = tuple[float, int, "int | None", str, _Detail]
+#: The sixth field of a :meth:`Timeline.record_many` entry (its fifth holds the details).
+_MANY = "many"
 _CHUNK = 4096
 
 
@@ -120,6 +124,21 @@ class Timeline:
             if self._waiting:  # notify_all costs a microsecond per event even unwatched
                 self._cond.notify_all()
 
+    def record_many(
+        self, conn: int, request: int | None, kind: str, details: Sequence[_Detail]
+    ) -> None:
+        """Record several events of ``kind`` now, one per detail (key/value pairs): the
+        frames of one paced write. Stored as one entry, expanded when read."""
+        entry = (time.monotonic(), conn, request, kind, tuple(details), _MANY)
+        with self._lock:
+            tail = self._tail
+            tail.append(entry)  # type: ignore[arg-type]
+            if len(tail) >= _CHUNK:
+                self._chunks.append(tuple(tail))
+                self._tail = []
+            if self._waiting:
+                self._cond.notify_all()
+
     def record_at(
         self, t: float, conn: int, request: int | None, kind: str, detail: dict[str, Any]
     ) -> None:
@@ -155,7 +174,15 @@ class Timeline:
             self._cond.notify_all()
 
     def _raw(self) -> list[_Raw]:
-        return [raw for chunk in self._chunks for raw in chunk] + self._tail
+        out: list[_Raw] = []
+        for raws in [*self._chunks, self._tail]:
+            for raw in raws:
+                if len(raw) == 5:
+                    out.append(raw)
+                else:  # a record_many entry: one event per detail, the same stamp
+                    t, conn, request, kind, details = raw[:5]
+                    out += [(t, conn, request, kind, d) for d in details]  # type: ignore[union-attr]
+        return out
 
     def wait_for(self, kind: str, *, timeout: float, count: int = 1) -> TimelineEvent:
         """Block until ``count`` events of ``kind`` were recorded; return the ``count``-th.

@@ -49,6 +49,8 @@ class Exchange:
     fault: Fault | None
     request_id: str
     keep_alive: bool = True
+    #: record_many(kind, [detail pairs, ...]): several events of one kind, one stamp
+    record_many: Callable[[str, list[tuple[tuple[str, Any], ...]]], None] | None = None
 
 
 async def write_simple(

@@ -14,6 +14,8 @@ hermes too.
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import os
 import subprocess
@@ -31,6 +33,7 @@ from harness.targets.hermes import unavailable_reason
 from harness.targets.protocol import (
     MAX_MESSAGE_CHARS,
     problems,
+    serve,
 )
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
@@ -138,6 +141,28 @@ def test_problems_names_what_is_missing_or_wrong() -> None:
     assert problems({"event": "result", "status": "done", "t": 1.0}) == [
         "status='done'; allowed: returned, raised, skipped, not_applicable"
     ]
+
+
+@pytest.mark.timeout(30)
+def test_each_job_starts_with_the_heap_so_far_collected_and_frozen() -> None:
+    """A full collection inside a job must not scan a warm child's whole heap (seen: a
+    0.6 s pause past a 0.25 s first-byte deadline, the reply already in the socket)."""
+    seen: list[int] = []
+
+    def handle(job: dict[str, Any], started: Any) -> dict[str, Any]:
+        seen.append(gc.get_freeze_count())
+        started()
+        return {"status": "skipped", "message": "test"}
+
+    stdin = io.StringIO('{"cmd": "run", "job": {}}\n{"cmd": "run", "job": {}}\n')
+    out = io.StringIO()
+    try:
+        assert serve(out, stdin, handle, reuse=True) == 0
+    finally:
+        gc.unfreeze()
+    assert len(seen) == 2 and all(frozen > 0 for frozen in seen)
+    events = [json.loads(line)["event"] for line in out.getvalue().splitlines()]
+    assert events == ["ready", "started", "result"] * 2 + ["ready"]
 
 
 @pytest.mark.parametrize(
