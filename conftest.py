@@ -7,11 +7,22 @@ kernel netem and hermes run by default where their prerequisite exists and, when
 
 Tests that exercise an SDK transport are marked ``sdk_matrix`` here by location, so
 ``ci/test`` can run exactly them again under openai 3.x (httpx2).
+
+Tests that share one expensive fixture run are grouped onto one pytest-xdist worker here,
+by location (``XDIST_GROUPS``), with a scheduler of our own for ``--dist loadgroup``:
+pytest 9.2's structured node ids make xdist 3.8's loadgroup ignore ``xdist_group`` marks
+silently (pytest-xdist#1386), and every worker then ran the whole catalog fixture itself.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+    from xdist.scheduler.protocol import Scheduling
 
 MARKERS = (
     "live: real provider round trips; needs HERMES_LIVE_TESTS=1 and OPENROUTER_API_KEY",
@@ -34,6 +45,40 @@ SDK_MATRIX_PATHS = (
 )
 
 
+#: Node-id prefixes (relative to the rootdir) -> the xdist group that keeps them on one
+#: worker, so their shared module/session fixture runs once per test session.
+XDIST_GROUPS = (
+    # the module fixture runs every selected catalog case once, in parallel
+    ("tests/test_catalog.py::", "catalog"),
+    # one `harness live --dry-run` through every built-in target (tests/conftest.py)
+    ("tests/live/test_targets.py::test_harness_live_dry_run_", "live-dry-run"),
+    ("tests/record/test_secrets.py::test_live_dry_run_", "live-dry-run"),
+)
+
+
+def xdist_group_of(nodeid: str) -> str | None:
+    """The group of ``nodeid`` (an ``@group`` suffix xdist may add is ignored), or None."""
+    for prefix, group in XDIST_GROUPS:
+        if nodeid.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) must still work
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """``--dist loadgroup`` that groups by ``XDIST_GROUPS`` whatever the node ids carry."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LocationGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = xdist_group_of(nodeid)
+            return f"group:{group}" if group is not None else super()._split_scope(nodeid)
+
+    return LocationGroupScheduling(config, log)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
@@ -50,5 +95,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = item.nodeid.split("tests/", 1)[-1]
         if rel.startswith(SDK_MATRIX_PATHS):
             item.add_marker("sdk_matrix")
+
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)
