@@ -30,6 +30,7 @@ MARKERS = (
     "netem: needs root and `ip netns` (kernel dead-peer tests)",
     "hermes: needs hermes-agent in .cache/hermes-venv (ci/setup installs it)",
     "sdk_matrix: transport tests run again under every supported openai SDK line",
+    "own_venv: the code under test runs in its own virtualenv, not pytest's: never sdk_matrix",
     "slow: takes more than a few seconds",
 )
 
@@ -46,13 +47,18 @@ SDK_MATRIX_PATHS = (
 
 
 #: Node-id prefixes (relative to the rootdir) -> the xdist group that keeps them on one
-#: worker, so their shared module/session fixture runs once per test session.
+#: worker: their shared module/session fixture runs once per test session, or they
+#: share a machine-wide resource and must not run at the same time.
 XDIST_GROUPS = (
     # the module fixture runs every selected catalog case once, in parallel
     ("tests/test_catalog.py::", "catalog"),
     # one `harness live --dry-run` through every built-in target (tests/conftest.py)
     ("tests/live/test_targets.py::test_harness_live_dry_run_", "live-dry-run"),
     ("tests/record/test_secrets.py::test_live_dry_run_", "live-dry-run"),
+    # cleanup_stale() removes every dead run's namespaces: run concurrently, one test's
+    # call takes the namespaces the other killed a child for and then looks for
+    ("tests/netem/test_kernel.py::test_cleanup_stale_", "netns-cleanup"),
+    ("tests/netem/test_kernel.py::test_namespaces_of_a_killed_run_", "netns-cleanup"),
 )
 
 
@@ -93,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     for item in items:
         rel = item.nodeid.split("tests/", 1)[-1]
-        if rel.startswith(SDK_MATRIX_PATHS):
+        if rel.startswith(SDK_MATRIX_PATHS) and item.get_closest_marker("own_venv") is None:
             item.add_marker("sdk_matrix")
 
         if item.get_closest_marker("live") is not None and not env.live_enabled:
