@@ -8,8 +8,9 @@ kernel netem and hermes run by default where their prerequisite exists and, when
 Tests that exercise an SDK transport are marked ``sdk_matrix`` here by location, so
 ``ci/test`` can run exactly them again under openai 3.x (httpx2).
 
-Tests that share one expensive fixture run are grouped onto one pytest-xdist worker here,
-by location (``XDIST_GROUPS``), with a scheduler of our own for ``--dist loadgroup``:
+Tests that share one expensive fixture run (or a machine-wide resource) are grouped onto
+one pytest-xdist worker here, by location (``XDIST_GROUPS``), with a scheduler of our own
+for ``--dist loadgroup``:
 pytest 9.2's structured node ids make xdist 3.8's loadgroup ignore ``xdist_group`` marks
 silently (pytest-xdist#1386), and every worker then ran the whole catalog fixture itself.
 """
@@ -101,6 +102,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = item.nodeid.split("tests/", 1)[-1]
         if rel.startswith(SDK_MATRIX_PATHS) and item.get_closest_marker("own_venv") is None:
             item.add_marker("sdk_matrix")
-
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)
