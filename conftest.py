@@ -7,11 +7,23 @@ kernel netem and hermes run by default where their prerequisite exists and, when
 
 Tests that exercise an SDK transport are marked ``sdk_matrix`` here by location, so
 ``ci/test`` can run exactly them again under openai 3.x (httpx2).
+
+Tests that share one expensive fixture run (or a machine-wide resource) are grouped onto
+one pytest-xdist worker here, by location (``XDIST_GROUPS``), with a scheduler of our own
+for ``--dist loadgroup``:
+pytest 9.2's structured node ids make xdist 3.8's loadgroup ignore ``xdist_group`` marks
+silently (pytest-xdist#1386), and every worker then ran the whole catalog fixture itself.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+    from xdist.scheduler.protocol import Scheduling
 
 MARKERS = (
     "live: real provider round trips; needs HERMES_LIVE_TESTS=1 and OPENROUTER_API_KEY",
@@ -19,6 +31,7 @@ MARKERS = (
     "netem: needs root and `ip netns` (kernel dead-peer tests)",
     "hermes: needs hermes-agent in .cache/hermes-venv (ci/setup installs it)",
     "sdk_matrix: transport tests run again under every supported openai SDK line",
+    "own_venv: the code under test runs in its own virtualenv, not pytest's: never sdk_matrix",
     "slow: takes more than a few seconds",
 )
 
@@ -32,6 +45,45 @@ SDK_MATRIX_PATHS = (
     "record/test_proxy.py",
     "guard/",
 )
+
+
+#: Node-id prefixes (relative to the rootdir) -> the xdist group that keeps them on one
+#: worker: their shared module/session fixture runs once per test session, or they
+#: share a machine-wide resource and must not run at the same time.
+XDIST_GROUPS = (
+    # the module fixture runs every selected catalog case once, in parallel
+    ("tests/test_catalog.py::", "catalog"),
+    # one `harness live --dry-run` through every built-in target (tests/conftest.py)
+    ("tests/live/test_targets.py::test_harness_live_dry_run_", "live-dry-run"),
+    ("tests/record/test_secrets.py::test_live_dry_run_", "live-dry-run"),
+    # cleanup_stale() removes every dead run's namespaces: run concurrently, one test's
+    # call takes the namespaces the other killed a child for and then looks for
+    ("tests/netem/test_kernel.py::test_cleanup_stale_", "netns-cleanup"),
+    ("tests/netem/test_kernel.py::test_namespaces_of_a_killed_run_", "netns-cleanup"),
+)
+
+
+def xdist_group_of(nodeid: str) -> str | None:
+    """The group of ``nodeid`` (an ``@group`` suffix xdist may add is ignored), or None."""
+    for prefix, group in XDIST_GROUPS:
+        if nodeid.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) must still work
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """``--dist loadgroup`` that groups by ``XDIST_GROUPS`` whatever the node ids carry."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LocationGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = xdist_group_of(nodeid)
+            return f"group:{group}" if group is not None else super()._split_scope(nodeid)
+
+    return LocationGroupScheduling(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,7 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     for item in items:
         rel = item.nodeid.split("tests/", 1)[-1]
-        if rel.startswith(SDK_MATRIX_PATHS):
+        if rel.startswith(SDK_MATRIX_PATHS) and item.get_closest_marker("own_venv") is None:
             item.add_marker("sdk_matrix")
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)

@@ -5,8 +5,8 @@ then asserts its own case. So ``-k chat_mid_stream_stall`` runs just that case, 
 whole catalog costs one parallel run instead of 70 sequential child processes.
 
 Under pytest-xdist every worker collects every item, so the fixture would run the whole
-catalog once per worker: the ``xdist_group`` mark (with ``--dist loadgroup``, as
-``ci/test`` runs it) sends all catalog cases to one worker, which runs them once.
+catalog once per worker: the root conftest's ``XDIST_GROUPS`` (with ``--dist loadgroup``,
+as ``ci/test`` runs it) sends all catalog cases to one worker, which runs them once.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ def catalog_results(request):
     return {f"{r.scenario}[{r.target}]": r for r in results}
 
 
-@pytest.mark.xdist_group("catalog")
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("case_id", IDS, ids=IDS)
 def test_catalog_case(case_id, catalog_results):

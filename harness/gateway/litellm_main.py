@@ -43,6 +43,7 @@ from harness.gateway.litellm_proxy import (
     MAX_SAMPLES,
     READY_MARKERS,
     free_port,
+    proxy_cli,
     proxy_config,
 )
 from harness.relay import Relay
@@ -116,7 +117,7 @@ def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
 
 
 def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:
-    litellm_cli = Path(sys.executable).with_name("litellm")
+    litellm_cli = proxy_cli(Path(sys.executable))
     return subprocess.Popen(
         [str(litellm_cli), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
         stdin=subprocess.DEVNULL,

@@ -47,6 +47,7 @@ __all__ = [
     "Gateway",
     "GatewayError",
     "free_port",
+    "proxy_cli",
     "proxy_config",
     "summarize",
 ]
@@ -57,6 +58,14 @@ LEGS = ("client", "proxy_in", "proxy_out", "provider")
 CLIENT_LEGS = LEGS[:2]
 _RELAY_LEG_NAMES = {"client": "proxy_out", "upstream": "provider"}
 DEFAULT_SAMPLE_INTERVAL_S = 0.05
+
+
+def proxy_cli(python: Path) -> Path:
+    """The ``litellm`` proxy command the gateway runs: the one beside ``python`` (the
+    venv's console script, installed with litellm's ``proxy`` extra)."""
+    return python.with_name("litellm")
+
+
 #: Samples per job at most (``DEFAULT_SAMPLE_INTERVAL_S`` apart: 100 s of a job).
 MAX_SAMPLES = 2000
 #: What uvicorn prints once the proxy accepts connections.

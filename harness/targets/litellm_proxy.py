@@ -62,7 +62,7 @@ class _ThroughProxy:
             super().prepare()  # type: ignore[misc]
         finally:
             self._direct = False
-        if litellm_unavailable() is not None:
+        if litellm_unavailable(proxy=True) is not None:
             return
         import os
 
@@ -80,7 +80,9 @@ class _ThroughProxy:
         if self._direct:
             return super().call(job, log)  # type: ignore[misc]
         if self._gateway is None:
-            raise TargetUnsupported(litellm_unavailable() or "the LiteLLM gateway did not start")
+            raise TargetUnsupported(
+                litellm_unavailable(proxy=True) or "the LiteLLM gateway did not start"
+            )
         from harness.gateway.litellm_proxy import summarize
 
         self._gateway.begin(upstream_of(job.base_url))

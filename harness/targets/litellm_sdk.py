@@ -70,13 +70,37 @@ def litellm_python() -> Path:
     return DEFAULT_LITELLM_PYTHON
 
 
-def litellm_unavailable(python: Path | None = None) -> str | None:
-    """Why the litellm venv cannot be used here (None when it can). Looks on disk only."""
+def litellm_unavailable(python: Path | None = None, *, proxy: bool = False) -> str | None:
+    """Why the litellm venv cannot be used here (None when it can). Looks on disk only:
+    at the executable that will run, ``python`` (the SDK's child) or, with ``proxy``,
+    also the ``litellm`` proxy command beside it (the gateway's) and its interpreter."""
     python = python or litellm_python()
     if not (python.exists() and os.access(python, os.X_OK)):
         return f"litellm virtualenv not found: {python} does not exist (run ci/setup)"
     if not any(python.parent.parent.glob("lib/python3*/site-packages/litellm/__init__.py")):
         return f"litellm is not installed in {python.parent.parent}"
+    if proxy:
+        from harness.gateway.litellm_proxy import proxy_cli
+
+        return _not_runnable(proxy_cli(python))
+    return None
+
+
+def _not_runnable(command: Path) -> str | None:
+    """Why exec of ``command`` would fail with ENOENT/EACCES, else None: a missing or
+    non-executable file, or a ``#!`` interpreter that is gone (a venv built under another
+    path and moved: its console scripts still name the old interpreter)."""
+    if not (command.is_file() and os.access(command, os.X_OK)):
+        return f"the litellm proxy command {command} is missing (litellm[proxy]; run ci/setup)"
+    with command.open("rb") as script:
+        first = script.readline(512)
+    words = first[2:].split() if first.startswith(b"#!") else []
+    interpreter = Path(os.fsdecode(words[0])) if words else None
+    if interpreter is not None and not (interpreter.is_file() and os.access(interpreter, os.X_OK)):
+        return (
+            f"the litellm proxy command {command} runs {interpreter}, which does not exist "
+            "(the venv was moved; rerun ci/setup)"
+        )
     return None
 
 

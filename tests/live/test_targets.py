@@ -8,14 +8,18 @@ import io
 import json
 import os
 import random
+from typing import TYPE_CHECKING
 
 import pytest
 from rich.console import Console
 
-from harness.environment import Environment
+from harness.environment import Environment, read_environment
 from harness.live import cli_live
 from harness.live.config import LiveConfig
 from harness.live.targets import plan_target_sequences, run_target_tier
+
+if TYPE_CHECKING:
+    from tests.conftest import DryRun
 
 FAKE_KEY = "sk-or-v1-FAKEKEY-targets-0123456789abcdef0123456789"
 
@@ -126,25 +130,18 @@ def test_the_closed_transport_mutant_fails_the_dry_run_through_its_child():
     assert "UNEXPECTED" in out.getvalue() and "Cannot send a request" in out.getvalue()
 
 
-@pytest.mark.timeout(400)
-def test_harness_live_dry_run_covers_every_built_in_target(tmp_path):
+@pytest.mark.timeout(400)  # the shared run's setup: every built-in target (~80 s)
+def test_harness_live_dry_run_covers_every_built_in_target(live_dry_run_every_target: DryRun):
     """No ``-t``: the in-process checks and every built-in target, hermes included (its
-    rebuild is ``_replace_primary_openai_client`` on one ``AIAgent``)."""
+    rebuild is ``_replace_primary_openai_client`` on one ``AIAgent``). The run is the one
+    tests/record/test_secrets.py checks for the key (tests/conftest.py)."""
     from harness.targets import TARGETS, required_in_ci
     from harness.targets.hermes import unavailable_reason
 
-    out = io.StringIO()
-    console = Console(file=out, width=220)
-    parser = cli_live.add_arguments(__import__("argparse").ArgumentParser())
-    env = Environment(ci=bool(os.environ.get("CI")))
-    status = cli_live.run_live(
-        parser.parse_args(["--dry-run", "--seed", "9", "--json", str(tmp_path / "r.json")]),
-        environment=env,
-        console=console,
-        err_console=console,
-    )
-    assert status == cli_live.EXIT_OK, out.getvalue()
-    report = json.loads((tmp_path / "r.json").read_text())
+    done = live_dry_run_every_target.done
+    env = read_environment()  # what the `harness live` child read
+    assert done.returncode == cli_live.EXIT_OK, done.stdout + done.stderr
+    report = json.loads(live_dry_run_every_target.report.read_text())
     assert set(report["targets"]) == {"reference", *TARGETS}
     names = [c["name"] for c in report["cases"]]
     for target in TARGETS:

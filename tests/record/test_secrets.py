@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -13,8 +14,11 @@ import pytest
 from harness.faults import script_from_dict
 from harness.live.dry_run import DRY_RUN_API_KEY
 from harness.server import FaultServer
-from tests.record.processes import harness, run_harness
+from tests.record.processes import harness
 from tests.record.support import StubUpstream, fetch
+
+if TYPE_CHECKING:
+    from tests.conftest import DryRun
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -103,26 +107,17 @@ def test_proxy_to_a_dead_upstream_logs_no_key() -> None:
     assert MARKER.encode() not in got.body and MARKER not in px.stderr
 
 
-@pytest.mark.timeout(300)
-def test_live_dry_run_with_record_and_the_fault_check_keeps_no_key(tmp_path: Path) -> None:
+@pytest.mark.timeout(300)  # the shared run's setup: every built-in target (~80 s)
+def test_live_dry_run_with_record_and_the_fault_check_keeps_no_key(
+    live_dry_run_every_target: DryRun,
+) -> None:
     # the dry run sends its fixed marker key, and one case has the server echo it back
-    done = run_harness(
-        "live",
-        "--dry-run",
-        "--record",
-        str(tmp_path / "tapes"),
-        "--json",
-        str(tmp_path / "r.json"),
-        "--junit",
-        str(tmp_path / "r.xml"),
-        "--markdown",
-        str(tmp_path / "r.md"),
-        timeout=240,  # the dry run also goes through every built-in target (~80 s)
-    )
+    run = live_dry_run_every_target
+    done = run.done
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
+    report = json.loads(run.report.read_text())
     names = {c["name"]: c for c in report["cases"]}
     assert names["fault/stall-mid-stream"]["ok"] and names["fault/fin-mid-stream"]["ok"]
-    assert len(list((tmp_path / "tapes").glob("*.cassette"))) >= 10
-    for text in (_everything(tmp_path), done.stdout, done.stderr):
+    assert len(list(run.tapes.glob("*.cassette"))) >= 10
+    for text in (_everything(run.out), done.stdout, done.stderr):
         assert DRY_RUN_API_KEY not in text

@@ -38,6 +38,32 @@ def test_route_sends_chat_to_the_openai_base_and_messages_to_the_server_root():
     assert route(messages) == {"model": "anthropic/m", "api_base": "http://127.0.0.1:5000"}
 
 
+def test_the_proxy_is_unavailable_while_the_litellm_command_it_runs_cannot_run(tmp_path):
+    # seen locally: litellm imported fine but exec of bin/litellm failed (ENOENT), and
+    # the gateway then died at start-up instead of the target being skipped
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text("")
+    python.chmod(0o755)
+    package = tmp_path / "lib" / "python3.11" / "site-packages" / "litellm"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    assert litellm_unavailable(python) is None  # the SDK child needs only the interpreter
+    reason = litellm_unavailable(python, proxy=True)
+    assert reason is not None and str(tmp_path / "bin" / "litellm") in reason
+    cli = tmp_path / "bin" / "litellm"
+    cli.write_text(f"#!{python}\nimport litellm\n")
+    assert litellm_unavailable(python, proxy=True) is not None  # not executable
+    cli.chmod(0o755)
+    assert litellm_unavailable(python, proxy=True) is None
+    # a venv built elsewhere and moved: the script names an interpreter that is gone
+    # (exec then fails with ENOENT, as if the script itself were missing)
+    gone = "/nonexistent/litellm-venv/bin/python"
+    cli.write_text(f"#!{gone}\nimport litellm\n")
+    reason = litellm_unavailable(python, proxy=True)
+    assert reason is not None and gone in reason
+
+
 @pytest.fixture(scope="module")
 def results():
     reason = litellm_unavailable()

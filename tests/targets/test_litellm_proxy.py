@@ -56,7 +56,7 @@ def test_proxy_config_routes_every_model_to_the_given_base():
 
 @pytest.fixture(scope="module")
 def gateway():
-    reason = litellm_unavailable()
+    reason = litellm_unavailable(proxy=True)
     if reason is not None:
         env = read_environment()
         if env.ci and env.extra_targets:

@@ -1,0 +1,52 @@
+"""Fixtures shared by test directories.
+
+``live_dry_run_every_target``: one ``harness live --dry-run`` with every report and
+``--record``, through the in-process checks, the fault check and every built-in target
+(~80 s of child processes). tests/live/test_targets.py asserts its target coverage and
+tests/record/test_secrets.py that no file or log of it keeps the key; running it once for
+both halves that cost. The root conftest's ``XDIST_GROUPS`` keeps both on one worker.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """The finished run: its process, and ``out`` holding only what the run wrote."""
+
+    done: subprocess.CompletedProcess[str]
+    out: Path
+
+    @property
+    def report(self) -> Path:
+        return self.out / "r.json"
+
+    @property
+    def tapes(self) -> Path:
+        return self.out / "tapes"
+
+
+@pytest.fixture(scope="session")
+def live_dry_run_every_target(tmp_path_factory: pytest.TempPathFactory) -> DryRun:
+    out = tmp_path_factory.mktemp("live-dry-run")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "harness", "live", "--dry-run", "--seed", "9"),
+            *("--record", str(out / "tapes"), "--json", str(out / "r.json")),
+            *("--junit", str(out / "r.xml"), "--markdown", str(out / "r.md")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=240,  # every built-in target spawns its child three times (~80 s)
+    )
+    return DryRun(done, out)
