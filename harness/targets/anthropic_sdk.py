@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.warmup import warm_up_target
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
 
@@ -33,19 +34,9 @@ class AnthropicSDKTarget(Target):
     reusable = True
 
     def prepare(self) -> None:
-        from harness.server import FaultServer
-
         # The first SDK call of a process pays for lazy imports and model building: pay
         # it here, before the runner's baseline (see harness.targets.warmup).
-        with FaultServer() as server:
-            for stream in (True, False):
-                job = Job(
-                    base_url=server.base_url,
-                    api="messages",
-                    stream=stream,
-                    messages=({"role": "user", "content": "warm up"},),
-                )
-                self.call(job, EventLog())
+        warm_up_target(self, apis=self.apis)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         import anthropic

@@ -16,7 +16,6 @@ from typing import Any
 from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.guard_common import guard_settings, reraise_typed
 from harness.targets.openai_sdk import OpenAISDKTarget
-from harness.targets.warmup import warm_up_job
 
 __all__ = ["AnthropicSDKGuardTarget"]
 
@@ -29,13 +28,8 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
         import anthropic  # noqa: F401 - imported before the leak baseline
 
         from harness import guard  # noqa: F401
-        from harness.server import FaultServer
 
-        # warm_up's shapes are the OpenAI APIs'; the first Messages call pays the same
-        # one-time import cost, so pay it here, before the runner's baseline.
-        with FaultServer() as server:
-            for stream in (True, False):
-                self.call(warm_up_job(server.base_url, "messages", stream), EventLog())
+        super().prepare()  # the Messages warm-up calls, through the guard
 
     def make_client(self, job: Job) -> Any:
         import anthropic
