@@ -31,6 +31,7 @@ __all__ = [
     "load_script_file",
     "main",
     "serve",
+    "serve_args",
 ]
 
 
@@ -48,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = argument_error(args)
     if problem is not None:
         parser.error(problem)
+    return serve_args(args)
+
+
+def serve_args(args: argparse.Namespace) -> int:
+    """:func:`serve` with the options :func:`add_arguments` parsed (shared by
+    :func:`main` and ``harness.cli``, so a new option is passed on in one place)."""
     return serve(
         args.host,
         args.port,
