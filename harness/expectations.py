@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.outcome import EXPECTABLE, Expected, Outcome
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
+from harness.scenario_errors import read_toml
 
 __all__ = [
     "SHIPPED_DIR",
@@ -67,16 +68,7 @@ class Overlay:
 
 def load_overlay(path: str | Path, *, scenarios: Iterable[str]) -> Overlay:
     """Read and validate one overlay file; ``scenarios`` are the names it may mention."""
-    file = str(path)
-    try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(file, "(file)", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
-    return overlay_from_dict(raw, file=file, scenarios=scenarios)
+    return overlay_from_dict(read_toml(path), file=str(path), scenarios=scenarios)
 
 
 def overlay_from_dict(

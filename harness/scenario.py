@@ -53,7 +53,6 @@ Not here: running scenarios (``harness.runner``) or judging outcomes (``harness.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -64,7 +63,7 @@ from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.network_spec import network_for
 from harness.outcome import EXPECTABLE, Expected
-from harness.scenario_errors import ScenarioError, from_validation
+from harness.scenario_errors import SECONDS_FIELDS, ScenarioError, from_validation, read_toml
 
 __all__ = [
     "APIS",
@@ -151,15 +150,7 @@ class WatchdogSpec(_Model):
     keepalive_count: int | None = Field(default=None, ge=1)
     tcp_user_timeout_s: Seconds | None = None
 
-    @field_validator(
-        "first_byte_s",
-        "stream_idle_s",
-        "stale_call_s",
-        "hard_ceiling_s",
-        "connect_timeout_s",
-        "read_timeout_s",
-        "tcp_user_timeout_s",
-    )
+    @field_validator(*SECONDS_FIELDS)
     @classmethod
     def _positive(cls, value: Seconds | None) -> Seconds | None:
         if isinstance(value, float | int) and not value > 0:
@@ -278,16 +269,7 @@ def load_scenario(path: str | Path, *, targets: Iterable[str] | None = None) -> 
     name: registered, an entry point, or ``package.module:Class``). Raises :class:`ScenarioError` on any problem.
     """
     path = Path(path)
-    file = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(file, "(file)", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
-    return scenario_from_dict(raw, file=file, stem=path.stem, targets=targets)
+    return scenario_from_dict(read_toml(path), file=str(path), stem=path.stem, targets=targets)
 
 
 def scenario_from_dict(
