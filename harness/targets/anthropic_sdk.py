@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job
+from harness.targets.sdk_client import SDKClientTarget
 from harness.targets.warmup import warm_up_target
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
@@ -28,7 +29,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
 DEFAULT_MAX_TOKENS = 1024
 
 
-class AnthropicSDKTarget(Target):
+class AnthropicSDKTarget(SDKClientTarget):
     name = "anthropic-sdk"
     apis = ("messages",)
     reusable = True
@@ -38,32 +39,13 @@ class AnthropicSDKTarget(Target):
         # it here, before the runner's baseline (see harness.targets.warmup).
         warm_up_target(self, apis=self.apis)
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
+    def make_client(self, job: Job) -> Any:
         import anthropic
 
-        def build() -> Any:
-            return anthropic.Anthropic(
-                base_url=anthropic_base_url(job.base_url), api_key=job.api_key
-            )
+        return anthropic.Anthropic(base_url=anthropic_base_url(job.base_url), api_key=job.api_key)
 
-        client = build()
-        results: list[CallResult] = []
-        try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.close()
-                    client = build()
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(_messages(client, job, log))
-        finally:
-            client.close()
-        last = results[-1]
-        return CallResult(
-            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
-        )
+    def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
+        return _messages(client, job, log)
 
 
 def anthropic_base_url(openai_base_url: str) -> str:
