@@ -23,7 +23,13 @@ from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.sdk_client import SDKClientTarget
 from harness.targets.warmup import warm_up_target
 
-__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicSDKTarget",
+    "anthropic_base_url",
+    "create_message",
+    "message_kwargs",
+]
 
 #: The Messages API requires ``max_tokens``; used when the scenario does not set one.
 DEFAULT_MAX_TOKENS = 1024
@@ -53,17 +59,27 @@ def anthropic_base_url(openai_base_url: str) -> str:
     return openai_base_url.rstrip("/").removesuffix("/v1")
 
 
-def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
-    kwargs: dict[str, Any] = {
+def message_kwargs(job: Job) -> dict[str, Any]:
+    """The job's ``messages.create`` keywords (the guarded twin sends the same)."""
+    return {
         "model": job.model,
         "messages": [dict(m) for m in job.messages],
         "max_tokens": job.max_tokens or DEFAULT_MAX_TOKENS,
     }
+
+
+def create_message(client: Any, kwargs: dict[str, Any], log: EventLog) -> CallResult:
+    """One call without a stream: the text blocks of the reply joined."""
+    message = client.messages.create(**kwargs)
+    log.mark("response")
+    text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+    return CallResult(text=text, finish_reason=message.stop_reason)
+
+
+def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs = message_kwargs(job)
     if not job.stream:
-        message = client.messages.create(**kwargs)
-        log.mark("response")
-        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-        return CallResult(text=text, finish_reason=message.stop_reason)
+        return create_message(client, kwargs, log)
     parts: list[str] = []
     with client.messages.stream(**kwargs) as stream:
         log.mark("headers")
