@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.outcome import EXPECTABLE, Expected, Outcome
+from harness.outcome import Outcome
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
-from harness.scenario_errors import read_toml
+from harness.scenario_errors import check_expected, read_toml
 
 __all__ = [
     "SHIPPED_DIR",
@@ -91,12 +91,7 @@ def overlay_from_dict(
                     file, f"{table}.{scenario}", "unknown scenario", ", ".join(names)
                 )
     for scenario, text in expected.items():
-        try:
-            Expected.parse(text)
-        except ValueError:
-            raise ScenarioError(
-                file, f"expected.{scenario}", f"{text!r} is not an outcome", EXPECTABLE
-            ) from None
+        check_expected(file, f"expected.{scenario}", text)
     for scenario, n in budgets.items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ScenarioError(

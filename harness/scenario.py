@@ -62,8 +62,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.network_spec import network_for
-from harness.outcome import EXPECTABLE, Expected
-from harness.scenario_errors import SECONDS_FIELDS, ScenarioError, from_validation, read_toml
+from harness.outcome import Expected
+from harness.scenario_errors import (
+    SECONDS_FIELDS,
+    ScenarioError,
+    check_expected,
+    from_validation,
+    read_toml,
+)
 
 __all__ = [
     "APIS",
@@ -308,12 +314,7 @@ def scenario_from_dict(
             if not known(target):
                 raise ScenarioError(file, f"{table}.{target}", "unknown target", _allowed(targets))
     for target, text in fields.expected.items():
-        try:
-            Expected.parse(text)
-        except ValueError:
-            raise ScenarioError(
-                file, f"expected.{target}", f"{text!r} is not an outcome", EXPECTABLE
-            ) from None
+        check_expected(file, f"expected.{target}", text)
     values = fields.model_dump()
     if fields.cassette is not None:
         values["cassette"] = _cassette_path(fields.cassette, file=file)

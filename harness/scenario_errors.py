@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["SECONDS_FIELDS", "ScenarioError", "from_validation", "read_toml"]
+from harness.outcome import EXPECTABLE, Expected
+
+__all__ = ["SECONDS_FIELDS", "ScenarioError", "check_expected", "from_validation", "read_toml"]
 
 #: The ``[watchdog]`` fields that take seconds or ``"off"`` (the model validates them,
 #: the error names the allowed values).
@@ -75,6 +77,14 @@ def from_validation(
             file, field, f"{err['input']!r} is not valid", "lower-case letters, digits and _"
         )
     return ScenarioError(file, field, f"{err['input']!r}: {err['msg']}", _type_hint(kind))
+
+
+def check_expected(file: str, field: str, text: str) -> None:
+    """Raise :class:`ScenarioError` at ``field`` unless ``text`` is an expected outcome."""
+    try:
+        Expected.parse(text)
+    except ValueError:
+        raise ScenarioError(file, field, f"{text!r} is not an outcome", EXPECTABLE) from None
 
 
 def read_toml(path: str | Path) -> Any:
