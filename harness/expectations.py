@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.outcome import EXPECTABLE, Expected, Outcome
+from harness.outcome import Outcome
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
+from harness.scenario_errors import check_expected, read_toml
 
 __all__ = [
     "SHIPPED_DIR",
@@ -67,16 +68,7 @@ class Overlay:
 
 def load_overlay(path: str | Path, *, scenarios: Iterable[str]) -> Overlay:
     """Read and validate one overlay file; ``scenarios`` are the names it may mention."""
-    file = str(path)
-    try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(file, "(file)", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
-    return overlay_from_dict(raw, file=file, scenarios=scenarios)
+    return overlay_from_dict(read_toml(path), file=str(path), scenarios=scenarios)
 
 
 def overlay_from_dict(
@@ -99,12 +91,7 @@ def overlay_from_dict(
                     file, f"{table}.{scenario}", "unknown scenario", ", ".join(names)
                 )
     for scenario, text in expected.items():
-        try:
-            Expected.parse(text)
-        except ValueError:
-            raise ScenarioError(
-                file, f"expected.{scenario}", f"{text!r} is not an outcome", EXPECTABLE
-            ) from None
+        check_expected(file, f"expected.{scenario}", text)
     for scenario, n in budgets.items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ScenarioError(

@@ -53,7 +53,6 @@ Not here: running scenarios (``harness.runner``) or judging outcomes (``harness.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -63,8 +62,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.network_spec import network_for
-from harness.outcome import EXPECTABLE, Expected
-from harness.scenario_errors import ScenarioError, from_validation
+from harness.outcome import Expected
+from harness.scenario_errors import (
+    SECONDS_FIELDS,
+    ScenarioError,
+    check_expected,
+    from_validation,
+    read_toml,
+)
 
 __all__ = [
     "APIS",
@@ -151,15 +156,7 @@ class WatchdogSpec(_Model):
     keepalive_count: int | None = Field(default=None, ge=1)
     tcp_user_timeout_s: Seconds | None = None
 
-    @field_validator(
-        "first_byte_s",
-        "stream_idle_s",
-        "stale_call_s",
-        "hard_ceiling_s",
-        "connect_timeout_s",
-        "read_timeout_s",
-        "tcp_user_timeout_s",
-    )
+    @field_validator(*SECONDS_FIELDS)
     @classmethod
     def _positive(cls, value: Seconds | None) -> Seconds | None:
         if isinstance(value, float | int) and not value > 0:
@@ -278,16 +275,7 @@ def load_scenario(path: str | Path, *, targets: Iterable[str] | None = None) -> 
     name: registered, an entry point, or ``package.module:Class``). Raises :class:`ScenarioError` on any problem.
     """
     path = Path(path)
-    file = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(file, "(file)", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
-    return scenario_from_dict(raw, file=file, stem=path.stem, targets=targets)
+    return scenario_from_dict(read_toml(path), file=str(path), stem=path.stem, targets=targets)
 
 
 def scenario_from_dict(
@@ -326,12 +314,7 @@ def scenario_from_dict(
             if not known(target):
                 raise ScenarioError(file, f"{table}.{target}", "unknown target", _allowed(targets))
     for target, text in fields.expected.items():
-        try:
-            Expected.parse(text)
-        except ValueError:
-            raise ScenarioError(
-                file, f"expected.{target}", f"{text!r} is not an outcome", EXPECTABLE
-            ) from None
+        check_expected(file, f"expected.{target}", text)
     values = fields.model_dump()
     if fields.cassette is not None:
         values["cassette"] = _cassette_path(fields.cassette, file=file)

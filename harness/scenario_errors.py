@@ -1,7 +1,8 @@
 """Scenario input errors: one line naming the file, the field path and the allowed values.
 
 :class:`ScenarioError` is what every loader of the catalog raises (scenario files,
-expectations overlays); :func:`from_validation` turns pydantic's first error into one.
+expectations overlays); :func:`read_toml` reads such a file, :func:`from_validation`
+turns pydantic's first error into one.
 The CLI prints ``str(error)`` and exits 2.
 
 Not here: the scenario model itself (``harness.scenario``).
@@ -10,12 +11,28 @@ Not here: the scenario model itself (``harness.scenario``).
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ScenarioError", "from_validation"]
+from harness.outcome import EXPECTABLE, Expected
+
+__all__ = ["SECONDS_FIELDS", "ScenarioError", "check_expected", "from_validation", "read_toml"]
+
+#: The ``[watchdog]`` fields that take seconds or ``"off"`` (the model validates them,
+#: the error names the allowed values).
+SECONDS_FIELDS = (
+    "first_byte_s",
+    "stream_idle_s",
+    "stale_call_s",
+    "hard_ceiling_s",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "tcp_user_timeout_s",
+)
 
 
 class ScenarioError(ValueError):
@@ -51,7 +68,7 @@ def from_validation(
         return ScenarioError(
             file, field, f"{err['input']!r} is not valid", expected.replace("'", "")
         )
-    if field.startswith("watchdog.") and field.split(".")[-1] in _SECONDS_FIELDS:
+    if field.startswith("watchdog.") and field.split(".")[-1] in SECONDS_FIELDS:
         return ScenarioError(
             file, field, f"{err['input']!r} is not valid", 'a number of seconds > 0, or "off"'
         )
@@ -62,15 +79,26 @@ def from_validation(
     return ScenarioError(file, field, f"{err['input']!r}: {err['msg']}", _type_hint(kind))
 
 
-_SECONDS_FIELDS = (
-    "first_byte_s",
-    "stream_idle_s",
-    "stale_call_s",
-    "hard_ceiling_s",
-    "connect_timeout_s",
-    "read_timeout_s",
-    "tcp_user_timeout_s",
-)
+def check_expected(file: str, field: str, text: str) -> None:
+    """Raise :class:`ScenarioError` at ``field`` unless ``text`` is an expected outcome."""
+    try:
+        Expected.parse(text)
+    except ValueError:
+        raise ScenarioError(file, field, f"{text!r} is not an outcome", EXPECTABLE) from None
+
+
+def read_toml(path: str | Path) -> Any:
+    """The parsed TOML file at ``path``; a missing, unreadable or invalid file is a
+    :class:`ScenarioError` naming it."""
+    file = str(path)
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(file, "(file)", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(file, "(file)", f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(file, "(toml)", f"not valid TOML: {exc}") from None
 
 
 def _dotted(loc: Sequence[Any]) -> str:

@@ -64,7 +64,7 @@ def register(commands: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     add_arguments = optional("harness.server.cli_serve", "add_arguments", what="harness serve")
-    serve = optional("harness.server.cli_serve", "serve", what="harness serve")
+    serve_args = optional("harness.server.cli_serve", "serve_args", what="harness serve")
     argument_error = optional("harness.server.cli_serve", "argument_error", what="harness serve")
     parser = argparse.ArgumentParser(
         prog="harness serve",
@@ -79,17 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)
-    return int(
-        serve(
-            args.host,
-            args.port,
-            args.script,
-            args.time_scale,
-            args.allow_remote,
-            cassettes=args.cassette,
-        )
-        or 0
-    )
+    return int(serve_args(args) or 0)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -274,16 +274,8 @@ def _raised(
         if not (f.sentinel in seen or seen.add(f.sentinel))
     ]
     findings = [Finding("raised", "error", None, error), *in_error, *logged]
-    return CaseResult(
-        name=f"{target}/{seq.label}/chats-1-{seq.calls}",
-        ok=False,
-        findings=redacted_findings(findings, redactor),
-        elapsed_s=elapsed,
-        stream=seq.stream,
-        expected_word=seq.word,
-        attempts=report.get("attempt"),
-        error=redactor.redact(shorten(text, 600)),
-        expect=seq.expect,
+    return _whole_sequence_failed(
+        target, seq, findings, shorten(text, 600), redactor, elapsed, report.get("attempt")
     )
 
 
@@ -298,6 +290,19 @@ def _sequence_failed(
     extra: Sequence[Finding] = (),
 ) -> CaseResult:
     findings = [Finding(reason, "error", None, shorten(why, 160)), *extra]
+    return _whole_sequence_failed(target, seq, findings, why, redactor, elapsed)
+
+
+def _whole_sequence_failed(
+    target: str,
+    seq: TargetSequence,
+    findings: list[Finding],
+    error: str,
+    redactor: Redactor,
+    elapsed: float,
+    attempts: int | None = None,
+) -> CaseResult:
+    """The one result of a sequence that failed as a whole (its chats not told apart)."""
     return CaseResult(
         name=f"{target}/{seq.label}/chats-1-{seq.calls}",
         ok=False,
@@ -305,7 +310,8 @@ def _sequence_failed(
         elapsed_s=elapsed,
         stream=seq.stream,
         expected_word=seq.word,
-        error=redactor.redact(why),
+        attempts=attempts,
+        error=redactor.redact(error),
         expect=seq.expect,
     )
 

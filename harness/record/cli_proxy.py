@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.record.foreground import EXIT_USAGE, run_in_foreground
+from harness.foreground import EXIT_USAGE, run_in_foreground
 
 __all__ = ["add_arguments", "main", "run_proxy"]
 

@@ -68,7 +68,7 @@ from harness.replies import (
 )
 from harness.server.dialects import dialect_for
 from harness.server.payloads import chat, messages, responses
-from harness.server.payloads.common import Content, ToolCall, splice
+from harness.server.payloads.common import BuildInput, Content, ToolCall, splice
 from harness.sse import encode_comment
 
 __all__ = [
@@ -202,14 +202,16 @@ def plan_reply(
     prompt_tokens = max(1, len(json.dumps(body.get("messages") or body.get("input") or "")) // 4)
     profile = dialect_for(dialect, api)
     built = _BUILDERS[api](
-        body,
-        carried,
-        stream=stream,
-        model=model,
-        seed=seed,
-        prompt_tokens=prompt_tokens,
-        created=CREATED,
-        dialect=profile,
+        BuildInput(
+            body,
+            carried,
+            stream=stream,
+            model=model,
+            seed=seed,
+            prompt_tokens=prompt_tokens,
+            created=CREATED,
+            dialect=profile,
+        )
     )
     units = built.units
     newline = profile.newline.encode()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
+from harness.foreground import EXIT_OK, EXIT_USAGE, run_in_foreground
 from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
 __all__ = [
@@ -31,10 +31,8 @@ __all__ = [
     "load_script_file",
     "main",
     "serve",
+    "serve_args",
 ]
-
-EXIT_OK = 0
-EXIT_USAGE = 2
 
 
 class ScriptFileError(ValueError):
@@ -51,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = argument_error(args)
     if problem is not None:
         parser.error(problem)
+    return serve_args(args)
+
+
+def serve_args(args: argparse.Namespace) -> int:
+    """:func:`serve` with the options :func:`add_arguments` parsed (shared by
+    :func:`main` and ``harness.cli``, so a new option is passed on in one place)."""
     return serve(
         args.host,
         args.port,
@@ -153,30 +157,14 @@ def serve(
             file=err,
             flush=True,
         )
-    # Block the signals before the server thread starts (threads inherit the mask),
-    # so they are delivered to sigwait() below and nowhere else.
-    stop_signals = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    try:
-        try:
-            server.start()
-        except ServerError as exc:
-            print(f"harness serve: {exc}", file=err)
-            return EXIT_USAGE
-        try:
-            print(server.base_url, file=out, flush=True)
-            print(
-                f"fault server on {server.url} (time_scale={time_scale}); Ctrl-C to stop",
-                file=err,
-                flush=True,
-            )
-            signum = signal.sigwait(stop_signals)
-        finally:
-            server.stop()
-        print(f"stopped on {signal.Signals(signum).name}", file=err, flush=True)
-        return EXIT_OK
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return run_in_foreground(
+        server,
+        banner=lambda: f"fault server on {server.url} (time_scale={time_scale}); Ctrl-C to stop",
+        out=out,
+        err=err,
+        start_errors=(ServerError,),
+        prog="harness serve",
+    )
 
 
 def load_script_file(path: str | Path) -> FaultScript:

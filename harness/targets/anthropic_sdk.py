@@ -19,60 +19,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job
+from harness.targets.sdk_client import SDKClientTarget
+from harness.targets.warmup import warm_up_target
 
-__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicSDKTarget", "anthropic_base_url"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicSDKTarget",
+    "anthropic_base_url",
+    "create_message",
+    "message_kwargs",
+]
 
 #: The Messages API requires ``max_tokens``; used when the scenario does not set one.
 DEFAULT_MAX_TOKENS = 1024
 
 
-class AnthropicSDKTarget(Target):
+class AnthropicSDKTarget(SDKClientTarget):
     name = "anthropic-sdk"
     apis = ("messages",)
     reusable = True
 
     def prepare(self) -> None:
-        from harness.server import FaultServer
-
         # The first SDK call of a process pays for lazy imports and model building: pay
         # it here, before the runner's baseline (see harness.targets.warmup).
-        with FaultServer() as server:
-            for stream in (True, False):
-                job = Job(
-                    base_url=server.base_url,
-                    api="messages",
-                    stream=stream,
-                    messages=({"role": "user", "content": "warm up"},),
-                )
-                self.call(job, EventLog())
+        warm_up_target(self, apis=self.apis)
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
+    def make_client(self, job: Job) -> Any:
         import anthropic
 
-        def build() -> Any:
-            return anthropic.Anthropic(
-                base_url=anthropic_base_url(job.base_url), api_key=job.api_key
-            )
+        return anthropic.Anthropic(base_url=anthropic_base_url(job.base_url), api_key=job.api_key)
 
-        client = build()
-        results: list[CallResult] = []
-        try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.close()
-                    client = build()
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(_messages(client, job, log))
-        finally:
-            client.close()
-        last = results[-1]
-        return CallResult(
-            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
-        )
+    def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
+        return _messages(client, job, log)
 
 
 def anthropic_base_url(openai_base_url: str) -> str:
@@ -80,17 +59,27 @@ def anthropic_base_url(openai_base_url: str) -> str:
     return openai_base_url.rstrip("/").removesuffix("/v1")
 
 
-def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
-    kwargs: dict[str, Any] = {
+def message_kwargs(job: Job) -> dict[str, Any]:
+    """The job's ``messages.create`` keywords (the guarded twin sends the same)."""
+    return {
         "model": job.model,
         "messages": [dict(m) for m in job.messages],
         "max_tokens": job.max_tokens or DEFAULT_MAX_TOKENS,
     }
+
+
+def create_message(client: Any, kwargs: dict[str, Any], log: EventLog) -> CallResult:
+    """One call without a stream: the text blocks of the reply joined."""
+    message = client.messages.create(**kwargs)
+    log.mark("response")
+    text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+    return CallResult(text=text, finish_reason=message.stop_reason)
+
+
+def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
+    kwargs = message_kwargs(job)
     if not job.stream:
-        message = client.messages.create(**kwargs)
-        log.mark("response")
-        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-        return CallResult(text=text, finish_reason=message.stop_reason)
+        return create_message(client, kwargs, log)
     parts: list[str] = []
     with client.messages.stream(**kwargs) as stream:
         log.mark("headers")

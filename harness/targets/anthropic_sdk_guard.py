@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.targets.anthropic_sdk import create_message, message_kwargs
 from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.guard_common import guard_settings, reraise_typed
 from harness.targets.openai_sdk import OpenAISDKTarget
-from harness.targets.warmup import warm_up_job
 
 __all__ = ["AnthropicSDKGuardTarget"]
 
@@ -29,13 +29,8 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
         import anthropic  # noqa: F401 - imported before the leak baseline
 
         from harness import guard  # noqa: F401
-        from harness.server import FaultServer
 
-        # warm_up's shapes are the OpenAI APIs'; the first Messages call pays the same
-        # one-time import cost, so pay it here, before the runner's baseline.
-        with FaultServer() as server:
-            for stream in (True, False):
-                self.call(warm_up_job(server.base_url, "messages", stream), EventLog())
+        super().prepare()  # the Messages warm-up calls, through the guard
 
     def make_client(self, job: Job) -> Any:
         import anthropic
@@ -53,16 +48,9 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
             reraise_typed(exc, log)
 
     def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
-        kwargs: dict[str, Any] = {
-            "model": job.model,
-            "messages": [dict(m) for m in job.messages],
-            "max_tokens": job.max_tokens or 1024,
-        }
+        kwargs = message_kwargs(job)
         if not job.stream:
-            resp = client.messages.create(**kwargs)
-            log.mark("response")
-            text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
-            return CallResult(text=text, finish_reason=resp.stop_reason)
+            return create_message(client, kwargs, log)
         parts: list[str] = []
         finish = None
         stream = client.messages.create(stream=True, **kwargs)

@@ -34,20 +34,6 @@ class LangChainOpenAITarget(VenvTarget):
     package = "langchain_openai"
     child_env = {"LANGCHAIN_TRACING_V2": "false"}
 
-    def prepare(self) -> None:
-        if self.unavailable() is not None:
-            return
-        from harness.server import FaultServer
-
-        with FaultServer() as server:
-            for stream in (True, False):
-                job = Job(
-                    base_url=server.base_url,
-                    stream=stream,
-                    messages=({"role": "user", "content": "warm up"},),
-                )
-                self.call(job, EventLog())
-
     def call(self, job: Job, log: EventLog) -> CallResult:
         self.check()
         from langchain_openai import ChatOpenAI

@@ -3,7 +3,7 @@
 LiteLLM pins its own openai/httpx versions, so it lives in its own virtualenv
 (``ci/setup`` makes ``.cache/litellm-venv``, with the ``proxy`` extra the
 ``litellm-proxy`` target also needs). The child is that venv's python running the
-ordinary child protocol (``python -m harness.targets.child litellm``; the harness
+ordinary child protocol (a :class:`~harness.targets.venv.VenvTarget`; the harness
 package comes from ``PYTHONPATH``), so the process the runner kills and counts is the
 one that imported litellm.
 
@@ -34,14 +34,8 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.targets.base import (
-    CallResult,
-    EventLog,
-    Job,
-    Target,
-    TargetUnsupported,
-    pause_between_calls,
-)
+from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
+from harness.targets.venv import CACHE_DIR, VenvTarget, venv_unavailable
 
 __all__ = [
     "CHILD_ENV",
@@ -51,9 +45,9 @@ __all__ = [
     "litellm_unavailable",
 ]
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_VENV = "litellm-venv"
 #: Where ``ci/setup`` installs litellm[proxy].
-DEFAULT_LITELLM_PYTHON = _PROJECT_ROOT / ".cache" / "litellm-venv" / "bin" / "python"
+DEFAULT_LITELLM_PYTHON = CACHE_DIR / _VENV / "bin" / "python"
 #: Variables the litellm child runs with: no model-price fetch over the internet, no
 #: telemetry, no colour codes in the stderr the report quotes.
 CHILD_ENV = {
@@ -104,51 +98,24 @@ def _not_runnable(command: Path) -> str | None:
     return None
 
 
-class LiteLLMTarget(Target):
+class LiteLLMTarget(VenvTarget):
     name = "litellm"
     apis = ("chat", "messages")
     reusable = True
+    venv = _VENV
+    package = "litellm"
+    child_env = CHILD_ENV
     #: Importing litellm takes seconds (tens on a busy machine): wait longer for ``ready``.
     start_s: ClassVar[float] = 300.0
     #: LiteLLM's error path (exception mapping, mid-stream fallback, logging) costs CPU:
     #: past 3 s on a loaded 2-core machine, which the default ceiling would call a hang.
     min_ceiling_s: ClassVar[float] = 10.0
 
-    @classmethod
-    def command(cls) -> list[str]:
-        if litellm_unavailable() is not None:
-            return super().command()  # in-process child: call() reports why, as skipped
-        env = [f"{k}={v}" for k, v in CHILD_ENV.items()]
-        return [
-            "/usr/bin/env",
-            *env,
-            str(litellm_python()),
-            "-m",
-            "harness.targets.child",
-            cls.name,
-        ]
-
-    def prepare(self) -> None:
-        if litellm_unavailable() is not None:
-            return
-        from harness.server import FaultServer
-
-        # litellm's first call builds its provider maps and clients: pay before "ready".
-        with FaultServer() as server:
-            for api in self.apis:
-                for stream in (True, False):
-                    job = Job(
-                        base_url=server.base_url,
-                        api=api,
-                        stream=stream,
-                        messages=({"role": "user", "content": "warm up"},),
-                    )
-                    self.call(job, EventLog())
+    # prepare(): VenvTarget's warm-up, since litellm's first call builds its provider
+    # maps and clients; pay that before "ready".
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        reason = litellm_unavailable()
-        if reason is not None:
-            raise TargetUnsupported(reason)
+        self.check()
         texts: list[str] = []
         finish: str | None = None
         try:

@@ -51,22 +51,6 @@ class OpenAIAgentsTarget(VenvTarget):
     package = "agents"
     child_env = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
 
-    def prepare(self) -> None:
-        if self.unavailable() is not None:
-            return
-        from harness.server import FaultServer
-
-        with FaultServer() as server:
-            for api in self.apis:
-                for stream in (True, False):
-                    job = Job(
-                        base_url=server.base_url,
-                        api=api,
-                        stream=stream,
-                        messages=({"role": "user", "content": "warm up"},),
-                    )
-                    self.call(job, EventLog())
-
     def call(self, job: Job, log: EventLog) -> CallResult:
         self.check()
         import asyncio

@@ -16,20 +16,14 @@ import dataclasses
 from typing import Any
 
 from harness.replies import render_tool_call
-from harness.targets.base import (
-    CallResult,
-    EventLog,
-    Job,
-    Target,
-    follow_up,
-    pause_between_calls,
-)
+from harness.targets.base import CallResult, EventLog, Job, follow_up
+from harness.targets.sdk_client import SDKClientTarget
 from harness.targets.warmup import warm_up_target
 
 __all__ = ["OpenAISDKTarget"]
 
 
-class OpenAISDKTarget(Target):
+class OpenAISDKTarget(SDKClientTarget):
     name = "openai-sdk"
     apis = ("chat", "responses")
     reusable = True
@@ -48,27 +42,8 @@ class OpenAISDKTarget(Target):
         """One call of the job on ``client``, consumed to its end."""
         return _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
-        client = self.make_client(job)
-        results: list[CallResult] = []
-        try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.close()
-                    client = self.make_client(job)
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(self.one_call(client, job, log))
-        finally:
-            # The same client (its connection pool) after whatever happened above.
-            follow_up(job, log, lambda url: _follow_up_call(client, job, url, log))
-            client.close()
-        last = results[-1]
-        return CallResult(
-            text=last.text, finish_reason=last.finish_reason, texts=tuple(r.text for r in results)
-        )
+    def before_close(self, client: Any, job: Job, log: EventLog) -> None:
+        follow_up(job, log, lambda url: _follow_up_call(client, job, url, log))
 
 
 def _follow_up_call(client: Any, job: Job, base_url: str, log: EventLog) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.targets.base import Target, TargetUnsupported
+from harness.targets.warmup import warm_up_target
 
 __all__ = ["CACHE_DIR", "VenvTarget", "venv_unavailable"]
 
@@ -55,6 +56,12 @@ class VenvTarget(Target):
         env = [f"{k}={v}" for k, v in cls.child_env.items()]
         python = str(CACHE_DIR / cls.venv / "bin" / "python")
         return ["/usr/bin/env", *env, python, *base[1:]]
+
+    def prepare(self) -> None:
+        """Warm the client up on every API it speaks (see :mod:`harness.targets.warmup`);
+        without the venv there is nothing to warm: ``call()`` reports why, as skipped."""
+        if self.unavailable() is None:
+            warm_up_target(self, apis=self.apis)
 
     def check(self) -> None:
         """Raise :class:`TargetUnsupported` when the venv is missing."""

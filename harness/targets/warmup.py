@@ -28,6 +28,8 @@ WARM_UP_SHAPES: tuple[tuple[str, bool], ...] = (
     ("responses", True),
     ("chat", False),
     ("responses", False),
+    ("messages", True),
+    ("messages", False),
 )
 
 

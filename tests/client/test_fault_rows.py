@@ -9,7 +9,6 @@ import email.utils
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -18,119 +17,15 @@ from harness.client import ClientSettings, ReferenceClient, errors
 from harness.client.clock import FakeClock
 from harness.faults import script_from_dict
 from harness.relay import Relay
+from tests.fault_rows import ROWS, Row
 
 from .support import DRIVERS, FAST, USER, Driver, client_sockets, probe
 
 ROW_SETTINGS = FAST.replace(max_attempts=2)
 
 
-@dataclass(frozen=True)
-class Row:
-    name: str
-    fault: dict[str, Any]
-    expected: type[errors.HarnessError]
-    api: str = "chat"
-    stream: bool = True
-    script: dict[str, Any] = field(default_factory=dict)
-    settings: ClientSettings = ROW_SETTINGS
-
-
-ROWS = [
-    Row("fin mid-stream", {"phase": "event:3", "action": "fin"}, errors.PeerClosed),
-    Row(
-        "fin on a close-delimited body",
-        {"phase": "event:3", "action": "fin"},
-        errors.TruncatedStream,
-        script={"framing": "close"},
-    ),
-    Row("truncate chunked", {"phase": "event:3", "action": "truncate"}, errors.TruncatedStream),
-    Row(
-        "truncate close-delimited",
-        {"phase": "event:3", "action": "truncate"},
-        errors.TruncatedStream,
-        script={"framing": "close"},
-    ),
-    Row(
-        "truncate after finish_reason, before [DONE]",
-        {"phase": "event:10", "action": "truncate"},
-        errors.TruncatedStream,
-    ),
-    Row("no first byte", {"phase": "request", "action": "hang"}, errors.FirstByteTimeout),
-    Row("headers then nothing", {"phase": "headers", "action": "hang"}, errors.FirstByteTimeout),
-    Row("mid-stream stall", {"phase": "event:3", "action": "hang"}, errors.StreamIdleTimeout),
-    Row(
-        "comment drip", {"phase": "event:3", "action": "drip", "interval_s": 0.05}, errors.StaleCall
-    ),
-    Row(
-        "comment drip, comments not counted",
-        {"phase": "event:3", "action": "drip", "interval_s": 0.05},
-        errors.StreamIdleTimeout,
-        settings=ROW_SETTINGS.replace(idle_counts_comments=False),
-    ),
-    Row("rst mid-stream", {"phase": "event:3", "action": "rst"}, errors.PeerReset),
-    Row("rst before the response", {"phase": "request", "action": "rst"}, errors.PeerReset),
-    Row("half close mid-stream", {"phase": "event:3", "action": "half_close"}, errors.PeerClosed),
-    Row(
-        "429 with Retry-After",
-        {"phase": "request", "action": "status", "code": 429, "retry_after_s": 0.05},
-        errors.ProviderError,
-    ),
-    Row(
-        "502 html page",
-        {
-            "phase": "request",
-            "action": "status",
-            "code": 502,
-            "content_type": "text/html",
-            "body": "<html><body><h1>Bad gateway</h1></body></html>",
-        },
-        errors.ProviderError,
-    ),
-    Row("malformed json chunk", {"phase": "event:3", "action": "malformed"}, errors.MalformedEvent),
-    Row(
-        "responses stall",
-        {"phase": "event:5", "action": "hang"},
-        errors.StreamIdleTimeout,
-        api="responses",
-    ),
-    Row(
-        "responses truncate",
-        {"phase": "event:6", "action": "truncate"},
-        errors.TruncatedStream,
-        api="responses",
-    ),
-    Row(
-        "messages ping drip",
-        {"phase": "event:4", "action": "drip", "interval_s": 0.05},
-        errors.StaleCall,
-        api="messages",
-    ),
-    Row(
-        "messages truncate before message_stop",
-        {"phase": "event:12", "action": "truncate"},
-        errors.TruncatedStream,
-        api="messages",
-    ),
-    Row(
-        "non-stream no first byte",
-        {"phase": "request", "action": "hang"},
-        errors.FirstByteTimeout,
-        stream=False,
-    ),
-    Row(
-        "non-stream body cut on FIN",
-        {"phase": "bytes:40", "action": "fin"},
-        errors.TruncatedStream,
-        stream=False,
-        script={"framing": "close"},
-    ),
-    Row(
-        "non-stream space drip",
-        {"phase": "headers", "action": "drip", "interval_s": 0.05},
-        errors.StaleCall,
-        stream=False,
-    ),
-]
+def _settings(row: Row) -> ClientSettings:
+    return ROW_SETTINGS.replace(**row.settings)
 
 
 def _script(row: Row, *, attempts: list[int] | None = None) -> Any:
@@ -168,7 +63,7 @@ def test_fault_on_every_attempt_raises_the_same_typed_error_from_both_drivers_th
     port = int(fault_server.url.rsplit(":", 1)[1])
     seen: dict[str, tuple[Any, ...]] = {}
     for kind in DRIVERS:
-        client = Driver(kind, fault_server.base_url, row.settings)
+        client = Driver(kind, fault_server.base_url, _settings(row))
         fault_server.load(_script(row))
         with pytest.raises(errors.HarnessError) as info:
             client.complete(USER, api=row.api, stream=row.stream)
@@ -196,7 +91,7 @@ def test_fault_on_the_first_attempt_only_is_retried_transparently(
     fault_server, row: Row, kind: str
 ) -> None:
     port = int(fault_server.url.rsplit(":", 1)[1])
-    client = Driver(kind, fault_server.base_url, row.settings)
+    client = Driver(kind, fault_server.base_url, _settings(row))
     fault_server.load(_script(row, attempts=[1]))
     reply = client.complete(USER, api=row.api, stream=row.stream)
     assert reply.attempts == 2

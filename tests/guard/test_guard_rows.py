@@ -6,7 +6,6 @@ deadline; a healthy call returns the full reply; one table, both faces."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -16,63 +15,11 @@ import pytest
 from harness import guard
 from harness.client import ClientSettings, errors
 from harness.faults import script_from_dict
+from tests.fault_rows import GUARD_ROWS
 
 FAST = ClientSettings(first_byte_s=0.5, stream_idle_s=0.3, stale_call_s=0.8, hard_ceiling_s=3.0)
 USER = [{"role": "user", "content": "hi"}]
 FACES = ("sync", "async")
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    fault: dict[str, Any]
-    expected: type[errors.HarnessError]
-    api: str = "chat"
-    script: dict[str, Any] | None = None
-
-
-ROWS = [
-    Row("no first byte", {"phase": "request", "action": "hang"}, errors.FirstByteTimeout),
-    Row("headers then nothing", {"phase": "headers", "action": "hang"}, errors.FirstByteTimeout),
-    Row("mid-stream stall", {"phase": "event:3", "action": "hang"}, errors.StreamIdleTimeout),
-    Row(
-        "comment drip",
-        {"phase": "event:3", "action": "drip", "interval_s": 0.05},
-        errors.StaleCall,
-    ),
-    Row("truncate chunked", {"phase": "event:3", "action": "truncate"}, errors.TruncatedStream),
-    Row(
-        "fin on a close-delimited body",
-        {"phase": "event:3", "action": "fin"},
-        errors.TruncatedStream,
-        script={"framing": "close"},
-    ),
-    Row("rst mid-stream", {"phase": "event:3", "action": "rst"}, errors.PeerReset),
-    Row(
-        "responses stall",
-        {"phase": "event:5", "action": "hang"},
-        errors.StreamIdleTimeout,
-        api="responses",
-    ),
-    Row(
-        "responses truncated after text",
-        {"phase": "event:6", "action": "truncate"},
-        errors.TruncatedStream,
-        api="responses",
-    ),
-    Row(
-        "messages ping drip",
-        {"phase": "event:4", "action": "drip", "interval_s": 0.05},
-        errors.StaleCall,
-        api="messages",
-    ),
-    Row(
-        "messages truncated before message_stop",
-        {"phase": "event:12", "action": "truncate"},
-        errors.TruncatedStream,
-        api="messages",
-    ),
-]
 
 
 def _sdk(api: str, face: str, base_url: str, settings: ClientSettings) -> Any:
@@ -125,9 +72,9 @@ def _call(client: Any, api: str, face: str) -> str:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("face", FACES)
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+@pytest.mark.parametrize("row", GUARD_ROWS, ids=[r.name for r in GUARD_ROWS])
 def test_fault_ends_as_the_sdks_own_error_with_the_typed_cause(fault_server, row, face) -> None:
-    fault_server.load(script_from_dict({**(row.script or {}), "rules": [{"fault": row.fault}]}))
+    fault_server.load(script_from_dict({**row.script, "rules": [{"fault": row.fault}]}))
     with pytest.raises(Exception) as info:
         _call(_sdk(row.api, face, fault_server.base_url, FAST), row.api, face)
     err = info.value

@@ -71,6 +71,16 @@ class TargetTotals:
     def cases(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def not_run(self) -> int:
+        """Cases with no verdict: the target does not speak the API, skipped, unknown."""
+        return self.counts.get("n/a", 0) + self.counts.get("skipped", 0) + self.counts.get("?", 0)
+
+    @property
+    def run_time_note(self) -> str:
+        """What follows the run time where it is not a wall time: `` (sum of cases)``."""
+        return "" if self.run_time_kind == "wall" else " (sum of cases)"
+
 
 @dataclass(frozen=True)
 class Scorecard:

@@ -43,8 +43,7 @@ def render_html(scorecard: Scorecard, *, png: bytes | None = None) -> str:
     ]
     for t in scorecard.totals:
         c = t.counts
-        not_run = c.get("n/a", 0) + c.get("skipped", 0) + c.get("?", 0)
-        kind = "" if t.run_time_kind == "wall" else " (sum of cases)"
+        not_run, kind = t.not_run, t.run_time_note
         parts.append(
             f"<tr><td>{escape(t.target)}</td><td class='num'>{c.get('pass', 0)}</td>"
             f"<td class='num'>{c.get('safe', 0)}</td><td class='num'>{c.get('fail', 0)}</td>"

@@ -25,8 +25,7 @@ def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
     ]
     for t in scorecard.totals:
         c = t.counts
-        not_run = c.get("n/a", 0) + c.get("skipped", 0) + c.get("?", 0)
-        kind = "" if t.run_time_kind == "wall" else " (sum of cases)"
+        not_run, kind = t.not_run, t.run_time_note
         lines.append(
             f"| {t.target} | {c.get('pass', 0)} | {c.get('safe', 0)} | {c.get('fail', 0)} "
             f"| {not_run} | {fmt_seconds(t.run_s)}{kind} |"

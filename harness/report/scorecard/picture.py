@@ -71,7 +71,7 @@ def render_png(scorecard: Scorecard) -> bytes:
                 top_ax.text(start + count / 2, y, str(count), ha="center", va="center", fontsize=8)
             start += count
         c = t.counts
-        kind = "" if t.run_time_kind == "wall" else " (sum of cases)"
+        kind = t.run_time_note
         top_ax.text(
             start + most * 0.02,
             y,

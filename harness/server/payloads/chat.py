@@ -5,37 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.dialects import Dialect
-from harness.server.payloads.common import HOLE, Content, Units, data_unit, dumps
+from harness.server.payloads.common import HOLE, BuildInput, Units, data_unit, dumps
 
 __all__ = ["build"]
 
 
-def build(
-    body: Mapping[str, Any],
-    content: Content,
-    *,
-    stream: bool,
-    model: str,
-    seed: str,
-    prompt_tokens: int,
-    created: int,
-    dialect: Dialect,
-) -> Units:
-    cid = f"chatcmpl-{seed}"
-    completion = (
-        len(content.deltas)
-        + len(content.reasoning)
-        + sum(len(c.fragments) for c in content.tool_calls)
-    )
+def build(req: BuildInput) -> Units:
+    content, dialect = req.content, req.dialect
+    cid = f"chatcmpl-{req.seed}"
+    completion = content.output_tokens
     usage = {
-        "prompt_tokens": prompt_tokens,
+        "prompt_tokens": req.prompt_tokens,
         "completion_tokens": completion,
-        "total_tokens": prompt_tokens + completion,
+        "total_tokens": req.prompt_tokens + completion,
     }
     finish = "tool_calls" if content.tool_calls else "stop"
     out = Units()
-    if not stream:
+    if not req.stream:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": content.text if content.deltas else None,
@@ -56,8 +42,8 @@ def build(
         doc = {
             "id": cid,
             "object": "chat.completion",
-            "created": created,
-            "model": model,
+            "created": req.created,
+            "model": req.model,
             **dialect.chunk_extra,
             "choices": [choice],
             "usage": usage,
@@ -74,8 +60,8 @@ def build(
         doc = {
             "id": cid,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
+            "created": req.created,
+            "model": req.model,
             **dialect.chunk_extra,
             "choices": [choice],
             **extra,
@@ -86,8 +72,8 @@ def build(
         doc = {
             "id": cid,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
+            "created": req.created,
+            "model": req.model,
             **dialect.chunk_extra,
             "choices": [],
             **extra,
@@ -122,7 +108,7 @@ def build(
         out.add(chunk({}, finish, usage=usage), "finish")
     else:
         out.add(chunk({}, finish), "finish")
-    options = body.get("stream_options")
+    options = req.body.get("stream_options")
     wants_usage = isinstance(options, Mapping) and options.get("include_usage")
     if dialect.usage == "always" or (dialect.usage == "on_request" and wants_usage):
         out.add(bare(usage=usage), "usage")

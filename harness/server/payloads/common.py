@@ -9,11 +9,23 @@ tool-call argument fragment" or "the terminal event" without knowing the API.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring  # what json.dumps(str, ensure_ascii=False) returns
 from typing import Any
 
-__all__ = ["HOLE", "Content", "ToolCall", "Units", "data_unit", "dumps", "named_unit"]
+from harness.server.dialects import Dialect
+
+__all__ = [
+    "HOLE",
+    "BuildInput",
+    "Content",
+    "ToolCall",
+    "Units",
+    "data_unit",
+    "dumps",
+    "named_unit",
+]
 
 #: Unit kinds (``ReplyPlan.kinds``).
 KINDS = (
@@ -52,6 +64,30 @@ class Content:
     @property
     def text(self) -> str:
         return "".join(self.deltas)
+
+    @property
+    def output_tokens(self) -> int:
+        """The usage every API reports: one token per text delta, reasoning delta and
+        tool-argument fragment."""
+        return (
+            len(self.deltas) + len(self.reasoning) + sum(len(c.fragments) for c in self.tool_calls)
+        )
+
+
+@dataclass(frozen=True)
+class BuildInput:
+    """What every payload builder (``chat``, ``responses``, ``messages``: ``build``)
+    is given: the request, the content to carry and the per-request facts. One type, so
+    a new fact is added here and in the builder that uses it, not in every signature."""
+
+    body: Mapping[str, Any]
+    content: Content
+    stream: bool
+    model: str
+    seed: str
+    prompt_tokens: int
+    created: int
+    dialect: Dialect
 
 
 @dataclass

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from harness.server.dialects import Dialect
-from harness.server.payloads.common import HOLE, Content, Units, dumps, named_unit
+from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
 __all__ = ["PING", "build", "error_event"]
 
@@ -15,25 +13,12 @@ __all__ = ["PING", "build", "error_event"]
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 
-def build(
-    body: Mapping[str, Any],
-    content: Content,
-    *,
-    stream: bool,
-    model: str,
-    seed: str,
-    prompt_tokens: int,
-    created: int,
-    dialect: Dialect,
-) -> Units:
-    mid = f"msg_{seed}"
+def build(req: BuildInput) -> Units:
+    content, dialect = req.content, req.dialect
+    mid = f"msg_{req.seed}"
     stop = "tool_use" if content.tool_calls else "end_turn"
-    output_tokens = (
-        len(content.deltas)
-        + len(content.reasoning)
-        + sum(len(c.fragments) for c in content.tool_calls)
-    )
-    signature = f"sig_{seed}"
+    output_tokens = content.output_tokens
+    signature = f"sig_{req.seed}"
     blocks: list[dict[str, Any]] = []
     if content.reasoning:
         blocks.append(
@@ -46,16 +31,16 @@ def build(
             {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)}
         )
     out = Units()
-    if not stream:
+    if not req.stream:
         doc = {
             "id": mid,
             "type": "message",
             "role": "assistant",
-            "model": model,
+            "model": req.model,
             "content": blocks,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": output_tokens},
+            "usage": {"input_tokens": req.prompt_tokens, "output_tokens": output_tokens},
         }
         out.add(dumps(doc), "document")
         return out
@@ -63,15 +48,15 @@ def build(
         "id": mid,
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": req.model,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt_tokens, "output_tokens": 1},
+        "usage": {"input_tokens": req.prompt_tokens, "output_tokens": 1},
     }
     if dialect.rich_blocks:
         start["usage"] = {
-            "input_tokens": prompt_tokens,
+            "input_tokens": req.prompt_tokens,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
             "output_tokens": 1,
@@ -146,7 +131,7 @@ def build(
     usage: dict[str, Any] = {"output_tokens": output_tokens}
     if dialect.full_delta_usage:
         usage = {
-            "input_tokens": prompt_tokens,
+            "input_tokens": req.prompt_tokens,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
             "output_tokens": output_tokens,

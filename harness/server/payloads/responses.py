@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
 from typing import Any
 
-from harness.server.dialects import Dialect
-from harness.server.payloads.common import HOLE, Content, Units, dumps, named_unit
+from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
 __all__ = ["build", "error_event"]
 
@@ -15,47 +13,34 @@ _SEQ = -7777  # placeholder sequence number in delta templates
 _SEQ_JSON = b'"sequence_number":%d' % _SEQ
 
 
-def build(
-    body: Mapping[str, Any],
-    content: Content,
-    *,
-    stream: bool,
-    model: str,
-    seed: str,
-    prompt_tokens: int,
-    created: int,
-    dialect: Dialect,
-) -> Units:
-    rid, mid, rsid = f"resp_{seed}", f"msg_{seed}", f"rs_{seed}"
+def build(req: BuildInput) -> Units:
+    content, dialect = req.content, req.dialect
+    rid, mid, rsid = f"resp_{req.seed}", f"msg_{req.seed}", f"rs_{req.seed}"
     text = content.text
     reasoning = "".join(content.reasoning)
-    output_tokens = (
-        len(content.deltas)
-        + len(content.reasoning)
-        + sum(len(c.fragments) for c in content.tool_calls)
-    )
+    output_tokens = content.output_tokens
     usage = {
-        "input_tokens": prompt_tokens,
+        "input_tokens": req.prompt_tokens,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": len(content.reasoning)},
-        "total_tokens": prompt_tokens + output_tokens,
+        "total_tokens": req.prompt_tokens + output_tokens,
     }
 
     def response(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
         return {
             "id": rid,
             "object": "response",
-            "created_at": created,
+            "created_at": req.created,
             "status": status,
-            "model": model,
+            "model": req.model,
             "output": output,
             "parallel_tool_calls": True,
             "tool_choice": "auto",
             "tools": [],
             "error": None,
             "incomplete_details": None,
-            "instructions": body.get("instructions"),
+            "instructions": req.body.get("instructions"),
             "metadata": {},
             "temperature": 1.0,
             "top_p": 1.0,
@@ -75,7 +60,7 @@ def build(
     }
     call_items = [
         {
-            "id": f"fc_{seed}_{i}",
+            "id": f"fc_{req.seed}_{i}",
             "type": "function_call",
             "status": "completed",
             "call_id": c.id,
@@ -91,7 +76,7 @@ def build(
         final.append(message_item)
     final += call_items
     out = Units()
-    if not stream:
+    if not req.stream:
         out.add(dumps(response("completed", final, True)), "document")
         return out
 

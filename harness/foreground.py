@@ -1,8 +1,10 @@
 """Run a server in the foreground until SIGINT/SIGTERM, its base URL first on stdout.
 
-Shared by ``harness record`` and ``harness proxy`` (``harness serve`` has its own copy
-of this in ``harness.server.cli_serve``). The signals are blocked before the server's
-thread starts (threads inherit the mask), so ``sigwait`` here is the only receiver.
+Shared by ``harness serve``, ``harness record`` and ``harness proxy``; it sits in the
+lowest layer, below both ``harness.server`` and ``harness.record``, so that the server
+needs nothing of the recorder (it imports ``harness.record`` only lazily, for
+cassettes). The signals are blocked before the server's thread starts (threads
+inherit the mask), so ``sigwait`` here is the only receiver.
 """
 
 from __future__ import annotations
