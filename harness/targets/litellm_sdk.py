@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
-from harness.targets.venv import CACHE_DIR, VenvTarget, venv_unavailable
+from harness.targets.venv import CACHE_DIR, VenvTarget
 
 __all__ = [
     "CHILD_ENV",
