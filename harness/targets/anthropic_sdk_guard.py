@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.anthropic_sdk import create_message, message_kwargs
-from harness.targets.base import CallResult, EventLog, Job
+from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.guard_common import guard_settings, reraise_typed
 from harness.targets.openai_sdk import OpenAISDKTarget
 
@@ -46,6 +46,15 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
             return super().call(job, log)
         except Exception as exc:
             reraise_typed(exc, log)
+
+    def before_close(self, client: Any, job: Job, log: EventLog) -> None:
+        # The contract's alive_after probe on the Messages API (the inherited one would
+        # send the openai-sdk's Responses call): one non-streamed message, same pool.
+        def call(url: str) -> str:
+            same = client.with_options(base_url=url.removesuffix("/v1"))
+            return create_message(same, message_kwargs(job), log).text
+
+        follow_up(job, log, call)
 
     def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
         kwargs = message_kwargs(job)

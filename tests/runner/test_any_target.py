@@ -117,6 +117,15 @@ def test_follow_up_through_a_closed_client_fails_alive_after_and_a_working_one_p
     assert sdk.requests == 1  # the follow-up went to its own fault-free server
 
 
+@pytest.mark.timeout(60)
+def test_the_guarded_anthropic_sdk_follows_up_on_the_messages_api(server):
+    # It inherits openai-sdk's job loop; its probe must be a Messages call, not Responses.
+    s = make("follow_up_messages", ceiling_s=10, api="messages")
+    guarded = run_case(s, "anthropic-sdk+guard", server=server, settings=settings())
+    assert guarded.details["follow_up"]["ok"] is True, guarded.details["follow_up"]
+    assert guarded.verdict == "pass" and guarded.requests == 1, guarded.message
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_out_of_tree_target_runs_the_whole_catalog_and_every_result_has_a_verdict(tmp_path):
