@@ -195,8 +195,12 @@ def test_namespaces_of_a_killed_run_are_removed_by_cleanup_stale(netns) -> None:
 def _child_holding_a_pair() -> tuple[subprocess.Popen[str], set[str]]:
     """A child that creates a namespace pair, prints its two names and then waits 30 s
     to be interrupted or killed by the test; returns it and the names."""
+    # A shell's background job (`cmd &`, as CI steps and tool runners start pytest)
+    # inherits SIGINT ignored, and so would this child: Ctrl-C in a terminal raises
+    # KeyboardInterrupt, so the child restores that first (else SIGINT does nothing).
     child = (
-        "import time\n"
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from harness.netem.netns import NetnsPair\n"
         "pair = NetnsPair()\n"
         "pair.create()\n"
