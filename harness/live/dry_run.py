@@ -23,8 +23,10 @@ Not here: judging calls (``session``, ``targets``), rendering (``report``).
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRY_RUN_API_KEY",
+    "DEFAULT_DRY_RUN_JOBS",
     "DRY_RUN_MODEL",
     "DryRunPlan",
     "dry_run_config",
@@ -63,6 +66,9 @@ DRY_RUN_MODEL = "dry-run/echo-model"
 #: The local server answers in milliseconds; a stuck dry run must end fast.
 DRY_RUN_CALL_CEILING_S = 10.0
 DRY_RUN_RUN_CEILING_S = 60.0
+#: Targets checked side by side by default (two per core up to 8, like the runner's
+#: workers): each waits mostly on its child's start-up and on loopback sockets.
+DEFAULT_DRY_RUN_JOBS = max(1, min(2 * (os.cpu_count() or 1), 8))
 
 SENTINEL_REPLY = "Sure. API call failed after 3 retries: Connection error."
 
@@ -201,38 +207,39 @@ def run_dry_targets(
     api_key: str = DRY_RUN_API_KEY,
     seed: int | None = None,
     redactor: Redactor | None = None,
+    jobs: int = DEFAULT_DRY_RUN_JOBS,
 ) -> LiveRun:
-    """The target form of the check for every one of ``targets`` against ``server``
-    (default: a fresh embedded one), as one run."""
-    if server is None:
-        with fault_server() as own:
-            return run_dry_targets(
-                targets,
-                environ=environ,
-                ci=ci,
-                server=own,
-                api_key=api_key,
-                seed=seed,
-                redactor=redactor,
-            )
+    """The target form of the check for every one of ``targets``, as one run. Against
+    ``server`` when given (one target after another: a script is loaded per sequence);
+    by default each target gets its own embedded server and up to ``jobs`` targets run
+    side by side (their children mostly wait on local sockets and their own start-up)."""
     rng = random.Random(seed)
-    config = dry_run_config(server.base_url, api_key=api_key)
     redactor = redactor or Redactor([api_key])
+    # Drawn in target order before anything runs: a seed gives the same words however
+    # the targets are scheduled.
+    planned = [(target, target_dry_sequences(rng)) for target in targets]
 
-    def load(seq: TargetSequence) -> None:
-        server.load(FaultScript(content=seq.content or seq.word))
+    def one(target: str, sequences: list[TargetSequence], srv: FaultServer) -> LiveRun:
+        def load(seq: TargetSequence) -> None:
+            srv.load(FaultScript(content=seq.content or seq.word))
 
-    runs = [
-        run_target_tier(
-            config,
+        return run_target_tier(
+            dry_run_config(srv.base_url, api_key=api_key),
             target,
-            target_dry_sequences(rng),
+            sequences,
             mode="dry-run",
             environ=environ,
             ci=ci,
             before_sequence=load,
             redactor=redactor,
         )
-        for target in targets
-    ]
-    return LiveRun.combined(runs)
+
+    if server is not None:
+        return LiveRun.combined([one(t, seqs, server) for t, seqs in planned])
+
+    def own_server(item: tuple[str, list[TargetSequence]]) -> LiveRun:
+        with fault_server() as srv:
+            return one(*item, srv)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(planned)))) as pool:
+        return LiveRun.combined(list(pool.map(own_server, planned)))
