@@ -93,7 +93,8 @@ class Pacer:
     """One loop timer for many deadlines; see the module docstring."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # weakly: the loop is this pacer's key in _PACERS, which must not keep it alive
+        self._loop_ref = weakref.ref(loop)
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
@@ -109,14 +110,18 @@ class Pacer:
     def _arm(self, when: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self._loop.call_at(when, self._run)
+        loop = self._loop_ref()
+        assert loop is not None  # only a running loop's callbacks get here
+        self._timer = loop.call_at(when, self._run)
         self._armed_at = when
 
     def _run(self) -> None:
         self._timer, self._armed_at = None, float("inf")
         heap, pop = self._heap, heapq.heappop
         # the loop ran this timer at its time; what else is due by now runs with it
-        now = max(self._loop.time(), heap[0][0] if heap else 0.0)
+        loop = self._loop_ref()
+        assert loop is not None
+        now = max(loop.time(), heap[0][0] if heap else 0.0)
         try:
             while heap and heap[0][0] <= now:
                 pop(heap)[2]()
