@@ -17,6 +17,7 @@ silently (pytest-xdist#1386), and every worker then ran the whole catalog fixtur
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING
 
 import pytest
@@ -104,3 +105,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker("sdk_matrix")
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Tests run in-process clients and fault servers with sub-second deadlines. After
+    # collection a worker holds every imported module's objects; a full collection over
+    # them paused the process for ~0.5 s on a loaded machine, which a 0.5 s first-byte
+    # deadline then reported as the server's silence. Frozen, later collections scan only
+    # what the tests allocate (the target children do the same: targets/protocol.py).
+    gc.collect()
+    gc.freeze()

@@ -285,7 +285,9 @@ def test_upload_stall_blocks_the_sender_and_a_deadline_still_ends_it(fault_serve
         )
     )
     big = [{"role": "user", "content": "y" * 6_000_000}]  # more than both socket buffers hold
-    settings = FAST.replace(first_byte_s=None, stale_call_s=1.5, hard_ceiling_s=8.0)
+    # The retry uploads and the server parses 6 MB before any content: on a loaded
+    # machine that alone took over 1.5 s, so the stale deadline leaves room for it.
+    settings = FAST.replace(first_byte_s=None, stale_call_s=3.0, hard_ceiling_s=12.0)
     with ReferenceClient(fault_server.base_url, settings=settings) as client:
         reply = client.complete(big)
     assert reply.attempts == 2

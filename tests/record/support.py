@@ -75,7 +75,10 @@ class StubUpstream:
             self.requests.append(head + body)
             writer.write(
                 b"HTTP/1.1 %d OK\r\ncontent-type: %s\r\ntransfer-encoding: chunked\r\n"
-                b"x-upstream: stub\r\n\r\n" % (self.status, self.content_type.encode())
+                # It closes after one response, so it says so: without the header a
+                # client may reuse the connection while the FIN is still on its way.
+                b"x-upstream: stub\r\nconnection: close\r\n\r\n"
+                % (self.status, self.content_type.encode())
             )
             await writer.drain()
             loop = asyncio.get_running_loop()
