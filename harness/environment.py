@@ -24,6 +24,8 @@ Variables:
                                      venvs, and their tests must run (fail on CI if missing)
 ``HARNESS_HERMES_REUSE``             "0": one hermes child per case (default: a clean child
                                      takes the next case; to compare outcomes both ways)
+``HARNESS_FORK_CHILDREN``            "0": start every target child from scratch (default:
+                                     fork it from a warm copy, ``targets.forking``)
 ==================================  =====================================================
 """
 
@@ -90,6 +92,7 @@ class Environment:
     hermes_python: str | None = None
     extra_targets: bool = False
     hermes_reuse: bool = True
+    fork_children: bool = True
 
     @property
     def live_enabled(self) -> bool:
@@ -112,6 +115,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         hermes_python=(env.get("HARNESS_HERMES_PYTHON") or "").strip() or None,
         extra_targets=(env.get("HARNESS_EXTRA_TARGETS") or "").strip() == "1",
         hermes_reuse=(env.get("HARNESS_HERMES_REUSE") or "").strip() != "0",
+        fork_children=(env.get("HARNESS_FORK_CHILDREN") or "").strip() != "0",
     )
 
 

@@ -199,6 +199,11 @@ class Target(ABC):
     #: True when ``call`` makes the job's follow-up call (:func:`follow_up`): then the
     #: contract's ``alive_after`` check is judged for it.
     follows_up: ClassVar[bool] = False
+    #: True when a child of this target, at its first ``ready``, can be copied by
+    #: ``os.fork`` into the next child (``harness.targets.forking``): one thread and no
+    #: socket or pipe of its own. The child checks it too and refuses, naming why; say
+    #: False for a target whose warm child keeps a thread or a helper process.
+    forkable: ClassVar[bool] = True
 
     @classmethod
     def command(cls) -> list[str]:

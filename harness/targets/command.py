@@ -135,6 +135,7 @@ class CommandTarget(Target):
     path: ClassVar[str] = ""
     apis: ClassVar[tuple[str, ...]] = DEFAULT_APIS
     reusable = True
+    forkable = False  # the guardian process started in prepare() is this child's own
 
     def __init__(self) -> None:
         self._guardian: subprocess.Popen[bytes] | None = None

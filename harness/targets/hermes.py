@@ -97,6 +97,9 @@ class HermesTarget(Target):
     #: A clean child takes the next case (the driver restores hermes's process-wide
     #: state before each job: ``hermes_fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
     reusable = _ReuseSwitch()  # type: ignore[assignment]
+    #: Its warm child keeps hermes's activity-monitor thread, and every copy would share
+    #: the warm-up's HERMES_HOME: never forked.
+    forkable = False
 
     @classmethod
     def command(cls) -> list[str]:

@@ -55,6 +55,7 @@ class _ThroughProxy:
     _gateway: Any = None
     _direct = False
     client_min_time_scale: ClassVar[float] = 0.0
+    forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
 
     def prepare(self) -> None:
         self._direct = True  # the client's own warm-up talks to its server directly

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.environment import scrubbed
+from harness.environment import read_environment, scrubbed
 from harness.targets import load_target
+from harness.targets.forking import ForkedProcess, fork_child
 
 __all__ = ["ChildFailed", "TargetProcess"]
 
@@ -36,7 +37,9 @@ class ChildFailed(RuntimeError):
 class TargetProcess:
     """One target child. Use :meth:`spawn`, then ``wait_ready``, ``run``, ``wait_result``."""
 
-    def __init__(self, target: str, popen: subprocess.Popen[bytes], stderr_file: Any) -> None:
+    def __init__(
+        self, target: str, popen: subprocess.Popen[bytes] | ForkedProcess, stderr_file: Any
+    ) -> None:
         self.target = target
         self._popen = popen
         self._stderr = stderr_file
@@ -60,9 +63,11 @@ class TargetProcess:
         """Start the child for ``target`` with a scrubbed copy of ``environ`` plus ``extra_env``.
 
         ``command_prefix`` runs it through e.g. ``ip netns exec NS`` (which execs in place,
-        so the pid is still the target's)."""
+        so the pid is still the target's). Without one, a target that can be copied is
+        forked from a warm server of its command and environment (``forking``)."""
         try:
-            command = load_target(target).command()
+            target_cls = load_target(target)
+            command = target_cls.command()
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"target {target!r} cannot be loaded: {exc}") from exc
         env = scrubbed(environ)
@@ -70,15 +75,44 @@ class TargetProcess:
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         stderr_file = tempfile.TemporaryFile()
+        if (
+            not command_prefix
+            and getattr(target_cls, "forkable", False)
+            and read_environment(environ).fork_children
+        ):
+
+            def start_server(pass_fds: Sequence[int]) -> TargetProcess:
+                return cls._start(target, command, env, tempfile.TemporaryFile(), pass_fds)
+
+            forked = fork_child(command, env, stderr_file, start_server)
+            if forked is not None:
+                return cls(target, forked, stderr_file)
+        return cls._start(target, [*command_prefix, *command], env, stderr_file, ())
+
+    @classmethod
+    def _start(
+        cls,
+        target: str,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        stderr_file: Any,
+        pass_fds: Sequence[int],
+    ) -> TargetProcess:
         popen = subprocess.Popen(
-            [*command_prefix, *command],
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr_file,
-            env=env,
+            env=dict(env),
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
         return cls(target, popen, stderr_file)
+
+    def send_command(self, message: Mapping[str, Any]) -> None:
+        """Write one command line to the child (``run`` has :meth:`run`)."""
+        self._is_ready = False
+        self._write(message)
 
     @property
     def pid(self) -> int:
@@ -189,9 +223,12 @@ class TargetProcess:
             chunk = os.read(fd, 65536)
             if not chunk:
                 self._popen.wait()
-                raise ChildFailed(
-                    f"{self.target} child exited (code {self._popen.returncode}): {self.stderr_tail()}"
+                code = (
+                    "not known: forked"
+                    if isinstance(self._popen, ForkedProcess)
+                    else self._popen.returncode
                 )
+                raise ChildFailed(f"{self.target} child exited (code {code}): {self.stderr_tail()}")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line

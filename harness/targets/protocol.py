@@ -44,6 +44,7 @@ __all__ = [
     "problems",
     "send",
     "serve",
+    "unforkable",
 ]
 
 #: Error messages are cut here: enough to recognise, never a whole response body.
@@ -51,6 +52,9 @@ MAX_MESSAGE_CHARS = 500
 #: How much of an exception's cause chain is reported, and how much of each message.
 MAX_CAUSES = 5
 MAX_CAUSE_CHARS = 200
+#: The protocol channel's descriptor (:func:`claim_stdout`), which a forked child
+#: rewires to its own stdout.
+_PROTO_FD = [1]
 #: A result's ``status`` values.
 STATUSES = ("returned", "raised", "skipped", "not_applicable")
 #: Attributes of the reference client's errors carried into a raised result.
@@ -66,7 +70,8 @@ def claim_stdout() -> TextIO:
     """The real stdout as the protocol's channel; fd 1 then points at stderr, so whatever
     the client prints (Python or C level) never breaks a protocol line."""
     sys.stdout.flush()
-    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    _PROTO_FD[0] = os.dup(1)
+    proto = os.fdopen(_PROTO_FD[0], "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     return proto
 
@@ -104,6 +109,12 @@ def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
         if not line:
             return 0
         message = json.loads(line)
+        if message.get("cmd") == "fork_server":
+            # returns only in a forked child, wired to its own pipes (or here on a refusal)
+            if not _fork_server(int(message["fd"])):
+                return 0
+            stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)
+            continue
         if message.get("cmd") != "run":
             return 0
         _freeze_heap()
@@ -119,6 +130,83 @@ def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
 def _freeze_heap() -> None:
     gc.collect()
     gc.freeze()
+
+
+def _fork_server(fd: int) -> bool:
+    """Become a fork server on the Unix socket ``fd`` (the ``fork_server`` command).
+
+    A child at its first ``ready`` has paid its start-up (imports, warm-up: ~1.7 s of CPU
+    for an SDK client) and holds nothing a copy could share by mistake. Each ``fork``
+    message carries three descriptors (stdin, stdout, stderr of the new child); the
+    forked copy puts them where a freshly started child has its own and returns True
+    into :func:`serve`, which says ``ready`` to its runner as any child would. The server
+    answers each fork with ``{"pid": N}``, its children reaped by the kernel
+    (``SIGCHLD`` ignored). A child that cannot be copied safely (another thread, an open
+    socket or event descriptor: :func:`unforkable`) says why and the server ends; so
+    does the server when the runner closes its end. Returns False in the server."""
+    import signal  # noqa: PLC0415 - only a fork server needs these
+    import socket  # noqa: PLC0415
+
+    sock = socket.socket(fileno=fd)
+    problem = unforkable(allowed={fd})
+    sock.send(json.dumps({"fork_server": os.getpid(), "problem": problem}).encode())
+    if problem is not None:
+        sock.close()
+        return False
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 3)
+        except OSError:
+            data, fds = b"", []
+        if not data or len(fds) != 3:
+            for extra in fds:
+                os.close(extra)
+            sock.close()
+            return False
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            sock.close()
+            child_stdin, child_stdout, child_stderr = fds
+            os.dup2(child_stdin, 0)
+            os.dup2(child_stderr, 2)
+            os.dup2(child_stderr, 1)  # as claim_stdout left it: prints go to stderr
+            os.dup2(child_stdout, _PROTO_FD[0])
+            for extra in fds:
+                os.close(extra)
+            return True
+        for extra in fds:
+            os.close(extra)
+        sock.send(json.dumps({"pid": pid}).encode())
+
+
+def unforkable(*, allowed: set[int] = frozenset()) -> str | None:  # type: ignore[assignment]
+    """Why a copy of this process (``os.fork``) would not be a clean child, or None: only
+    the main thread runs, and every open descriptor is a file, a pipe of the protocol or
+    in ``allowed`` -- a socket, epoll or event descriptor would be shared with the copy."""
+    import threading  # noqa: PLC0415
+
+    if threading.active_count() > 1:
+        names = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return f"threads besides the main one: {names}"
+    tasks = f"/proc/{os.getpid()}/task"
+    if os.path.isdir(tasks) and len(os.listdir(tasks)) > 1:
+        return f"{len(os.listdir(tasks))} OS threads (one not started by threading)"
+    fd_dir = f"/proc/{os.getpid()}/fd"
+    if not os.path.isdir(fd_dir):
+        return "no /proc: cannot list the open descriptors"
+    ours = {0, 1, 2, _PROTO_FD[0], *allowed}
+    for name in os.listdir(fd_dir):
+        fd = int(name)
+        try:
+            what = os.readlink(f"{fd_dir}/{name}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if fd in ours or what.startswith("/"):
+            continue
+        return f"descriptor {fd} is {what}"
+    return None
 
 
 def describe_exception(exc: BaseException) -> dict[str, Any]:

@@ -156,3 +156,30 @@ class ClosedClientTarget(Target):
             client.close()  # the bug: closed while the agent still holds it
             follow_up(job, log, ask)
         return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class ThreadAtReadyTarget(Target):
+    """Keeps a thread from ``prepare`` on: its warm child cannot be copied by fork."""
+
+    name = "runner.targets_double:ThreadAtReadyTarget"
+
+    def prepare(self) -> None:
+        self._stop = threading.Event()
+        threading.Thread(target=self._stop.wait, name="kept-from-prepare", daemon=True).start()
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        return CallResult(text=str(os.getpid()), finish_reason="stop")
+
+
+class SocketAtReadyTarget(Target):
+    """Keeps a socket from ``prepare`` on: a copy would share it."""
+
+    name = "runner.targets_double:SocketAtReadyTarget"
+
+    def prepare(self) -> None:
+        import socket
+
+        self._sock = socket.socket()
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        return CallResult(text=str(os.getpid()), finish_reason="stop")
