@@ -29,6 +29,7 @@ __all__ = [
     "LONG_CASE_S",
     "RunSettings",
     "Shard",
+    "case_time_scale",
     "estimated_s",
     "only_waits",
     "plan",
@@ -144,6 +145,16 @@ def plan(
     return cases
 
 
+def case_time_scale(scenario: Scenario, target: str, run_scale: float) -> float:
+    """The time scale ``scenario`` runs at against ``target`` in a run at ``run_scale``:
+    the scenario's (its own floor, kernel timers in real time), raised to the target's
+    floor (``Target.min_time_scale``, e.g. a client that polls its deadlines)."""
+    scale = scenario.time_scale_for(run_scale)
+    if scenario.backend == "kernel":
+        return scale
+    return max(scale, float(getattr(load_target(target), "min_time_scale", 0.0) or 0.0))
+
+
 def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     """A rough cost for scheduling: the whole ceiling for an expected hang or a kernel
     scenario, a quarter of it behind a relay or proxy, a tenth otherwise. The ceiling is
@@ -152,7 +163,7 @@ def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     if scenario.api not in getattr(load_target(target), "apis", (scenario.api,)):
         return 0.0  # not_applicable: never run
     ceiling = settings.ceiling_for(
-        scenario, target, time_scale=scenario.time_scale_for(settings.time_scale)
+        scenario, target, time_scale=case_time_scale(scenario, target, settings.time_scale)
     )
     expected = scenario.expected_for(expectation_key(target))
     if scenario.backend == "kernel" or (expected is not None and expected.kind == "hung"):

@@ -42,6 +42,7 @@ from harness.planning import (
     DEFAULT_TIME_SCALE,
     RunSettings,
     Shard,
+    case_time_scale,
     plan,
 )
 from harness.scenario import Scenario
@@ -113,8 +114,9 @@ def _run_case(
     """:func:`run_case`, also returning the child when it is clean enough to reuse."""
     key = expect_as or expectation_key(target)
     # Kernel timers (keepalive, RTO, TCP_USER_TIMEOUT) are real seconds, and a relay's own
-    # latency does not shrink: such scenarios set (or imply) a floor for the time scale.
-    scale = scenario.time_scale_for(settings.time_scale)
+    # latency does not shrink: such scenarios set (or imply) a floor for the time scale;
+    # so does a target whose own deadlines are only as fine as its poll (hermes).
+    scale = case_time_scale(scenario, target, settings.time_scale)
     ceiling = settings.ceiling_for(scenario, target, time_scale=scale)
     observed, reusable = observe_case(
         scenario,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from harness.planning import LONG_CASE_S, RunSettings, estimated_s, only_waits
+from harness.planning import LONG_CASE_S, RunSettings, case_time_scale, estimated_s, only_waits
 from harness.scenario import Scenario
 
 __all__ = ["LANE_KINDS", "SWITCH_COST_S", "CaseQueue"]
@@ -68,7 +68,7 @@ class CaseQueue:
         # A scenario with a time-scale floor of its own (slow-but-alive pacing, a relay,
         # kernel timers) paces in near real time with wide margins: it waits, and its
         # seconds (10 s for a keep-alive stream at 0.2) kept the general workers busy.
-        floored = case[0].time_scale_for(settings.time_scale) > settings.time_scale
+        floored = case_time_scale(*case, settings.time_scale) > settings.time_scale
         return "long" if estimate >= LONG_CASE_S or floored else "short"
 
     def count(self, kind: str) -> int:

@@ -110,6 +110,15 @@ def render_console(
                 style="dim",
             )
         )
+    floors = sorted({f"{t} ({s:g})" for t, s in _target_floors(results).items()})
+    if floors:
+        console.print(
+            Text(
+                "targets with a time-scale floor of their own (every case at least that): "
+                + ", ".join(floors),
+                style="dim",
+            )
+        )
     if any(short_label(r.outcome).endswith("↻") for r in results):
         console.print(
             Text(
@@ -214,3 +223,18 @@ def _requests_cell(r: Any) -> Text:
     leaks = fmt_leaks(r)
     text.append(f" {leaks}", style="bold red" if leaks not in ("0", "?") else "dim")
     return text
+
+
+def _target_floors(results: Sequence[Any]) -> dict[str, float]:
+    """Each target whose class raises the time scale, with its floor."""
+    from harness.targets import load_target  # noqa: PLC0415 - report only when asked
+
+    floors: dict[str, float] = {}
+    for target in {r.target for r in results}:
+        try:
+            floor = float(getattr(load_target(target), "min_time_scale", 0.0) or 0.0)
+        except (ImportError, AttributeError, ValueError):
+            continue  # a result from another machine's target: nothing to say
+        if floor > 0:
+            floors[target] = floor
+    return floors

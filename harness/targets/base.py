@@ -193,6 +193,10 @@ class Target(ABC):
     #: Raise the runner's outer ceiling for this target (real seconds), e.g. when its own
     #: retry backoff runs in real time whatever the time scale.
     min_ceiling_s: ClassVar[float] = 0.0
+    #: The lowest time scale this target's cases run at (the run's scale is raised to it):
+    #: for a client whose deadlines are only as fine as its own poll, so that a scaled
+    #: deadline measures the deadline, not the poll. 0: the run's scale.
+    min_time_scale: ClassVar[float] = 0.0
     #: True when the child speaks the reuse protocol (``ready`` again after ``result``).
     #: ``harness.targets.child`` does; a target with its own driver says so explicitly.
     reusable: ClassVar[bool] = False

@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_HERMES_PYTHON",
     "DRIVER_PATH",
     "HERMES_MIN_CEILING_S",
+    "HERMES_MIN_TIME_SCALE",
     "SETTING_ENV",
     "UNMAPPED_SETTINGS",
     "HermesCall",
@@ -80,6 +81,11 @@ DRIVER_PATH = Path(__file__).resolve().with_name("hermes_driver.py")
 #: hermes's retry backoff (2 s, 4 s, jittered; 3 attempts) does not scale with
 #: ``time_scale``: a failing call needs this long before hermes gives up on its own.
 HERMES_MIN_CEILING_S = 45.0
+#: hermes checks its stream deadlines from a watchdog that polls every 0.3 s. The
+#: catalog's usual deadlines (5 s first byte and idle, 15 s stale) at the default 0.05
+#: became 0.25 s and 0.75 s: at or under one poll, so outcomes raced the poll and a busy
+#: machine (mismatches in clean-clone CI runs). At 0.2 they are 1 s and 3 s.
+HERMES_MIN_TIME_SCALE = 0.2
 
 
 class _ReuseSwitch:
@@ -94,6 +100,7 @@ class HermesTarget(Target):
     name = "hermes"
     apis = ("chat", "responses", "messages")
     min_ceiling_s: ClassVar[float] = HERMES_MIN_CEILING_S
+    min_time_scale: ClassVar[float] = HERMES_MIN_TIME_SCALE
     #: A clean child takes the next case (the driver restores hermes's process-wide
     #: state before each job: ``hermes_fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
     reusable = _ReuseSwitch()  # type: ignore[assignment]

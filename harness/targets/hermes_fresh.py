@@ -26,8 +26,8 @@ Not reset, and why: everything hermes keeps per agent (the stale-stream streak,
 ``_rate_limit_state``, fallback index, credential pool, clients) -- every job builds a
 new ``AIAgent``; pure memo caches of pure functions (``functools.lru_cache`` on
 ``urlsplit``, pydantic type adapters); values resolved once from the machine and the
-base environment (time zone, WSL, browser flags, the warm-up's ``env-probe`` line for
-the system prompt), the same for every job; display settings and log-once flags
+base environment (time zone, WSL, browser flags; the toolchain probe for the system
+prompt is off: ``hermes_turns.PINNED_CONFIG``), the same for every job; display settings and log-once flags
 (``agent.display``, ``*_warned``), which change no request; log handlers and the
 activity-monitor thread, part of the child's leak baseline.
 

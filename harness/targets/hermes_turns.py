@@ -35,6 +35,18 @@ __all__ = [
     "warm_up",
 ]
 
+#: config.yaml entries every job gets unless its spec overrides them: no request or
+#: subprocess that only the system prompt's content needs. ``context_length`` pinned:
+#: no context-length probe (/api/show) to the fault server. ``environment_probe`` off:
+#: hermes shells out to python3 and pip for a toolchain line in the prompt, from a
+#: thread started with the agent; through pyenv shims that took 4-5 s quiet (17 s on a
+#: busy machine), so a fresh child's first call waited on it (and its CPU) before the
+#: first request -- time a transport case is not about.
+PINNED_CONFIG: dict[str, Any] = {
+    "model": {"context_length": DEFAULT_CONTEXT_LENGTH},
+    "agent": {"environment_probe": False},
+}
+
 DRIVER_VERSION = 1
 #: Loopback discard port: nothing listens, so the warm-up agent's probes fail at once.
 WARM_UP_BASE_URL = "http://127.0.0.1:9/v1"
@@ -203,7 +215,7 @@ def warm_up() -> None:
 def prepare_home(home: str, config: dict[str, Any]) -> None:
     """Write HERMES_HOME's config.yaml (``config`` over the pinned defaults) and .env."""
     os.makedirs(home, exist_ok=True)
-    merged = merge({"model": {"context_length": DEFAULT_CONTEXT_LENGTH}}, config)
+    merged = merge(PINNED_CONFIG, config)
     # JSON is valid YAML, so no YAML writer is needed here.
     with open(os.path.join(home, "config.yaml"), "w", encoding="utf-8") as fh:
         json.dump(merged, fh)
