@@ -304,3 +304,19 @@ def test_experimental_scenarios_validate_too() -> None:
 
     names = [s.name for s in load_catalog(CATALOG_DIR / "experimental")]
     assert "toxiproxy_proxy_down_between_calls" in names
+
+
+def test_a_targets_time_scale_floor_raises_its_cases_and_only_its_own():
+    from harness.planning import case_time_scale
+    from harness.targets.hermes import HERMES_MIN_TIME_SCALE
+
+    s = scenario_from_dict({"name": "x", "summary": "s", "expected": {"reference": "ok"}})
+    assert case_time_scale(s, "hermes", 0.05) == HERMES_MIN_TIME_SCALE
+    assert case_time_scale(s, "hermes", 1.0) == 1.0  # a floor, never a ceiling
+    assert case_time_scale(s, "reference", 0.05) == 0.05
+    floored = scenario_from_dict(
+        {"name": "y", "summary": "s", "expected": {"reference": "ok"}, "min_time_scale": 0.5}
+    )
+    assert case_time_scale(floored, "hermes", 0.05) == 0.5  # the higher floor wins
+    kernel = load_scenario(CATALOG_DIR / "kernel_dead_peer_mid_stream.toml")
+    assert case_time_scale(kernel, "hermes", 0.05) == 1.0

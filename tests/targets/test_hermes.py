@@ -401,3 +401,20 @@ def test_catalog_scenario_matches_its_recorded_hermes_outcome(
     assert result.matched, (
         f"{scenario}: expected {result.expected}, got {result.outcome.label}: {result.message}"
     )
+
+
+def test_every_job_pins_the_context_length_and_turns_the_toolchain_probe_off(tmp_path):
+    """No request or subprocess that only the system prompt's content needs: a fresh
+    child's first call waited 4-5 s on hermes's python3/pip probe before its request."""
+    import json
+
+    from harness.targets import hermes_turns
+
+    hermes_turns.prepare_home(str(tmp_path), {"agent": {"api_max_retries": 2}})
+    config = json.loads((tmp_path / "config.yaml").read_text())
+    assert config["agent"] == {"environment_probe": False, "api_max_retries": 2}
+    assert (
+        config["model"]["context_length"] == hermes_turns.PINNED_CONFIG["model"]["context_length"]
+    )
+    hermes_turns.prepare_home(str(tmp_path), {"agent": {"environment_probe": True}})
+    assert json.loads((tmp_path / "config.yaml").read_text())["agent"]["environment_probe"] is True
