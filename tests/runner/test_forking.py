@@ -155,3 +155,17 @@ def test_a_server_ends_when_its_socket_closes():
     server._sock.close()  # what the runner's exit does to it
     assert server._process._popen.wait(timeout=30) is not None
     forking.SERVERS.drop(key)
+
+
+@pytest.mark.timeout(120)
+def test_servers_beyond_the_bound_end_least_recently_used_first(monkeypatch):
+    monkeypatch.setattr(forking, "DEFAULT_MAX_FORK_SERVERS", 1)
+    first = ("HARNESS_TEST_FORK", f"lru-a-{time.monotonic_ns()}")
+    _spawn("EnvTarget", **dict([first])).finish(time.monotonic() + 10)
+    key = next(k for k in forking.SERVERS._servers if first in k[1])
+    old = forking.SERVERS._servers[key]._process
+    _spawn("EnvTarget", HARNESS_TEST_FORK=f"lru-b-{time.monotonic_ns()}").finish(
+        time.monotonic() + 10
+    )
+    assert key not in forking.SERVERS._servers and len(forking.SERVERS._servers) == 1
+    assert old._popen.poll() is not None  # its process ended with it

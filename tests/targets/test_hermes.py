@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness.environment import Environment, read_environment, scrubbed
+from harness.environment import Environment, scrubbed
 from harness.faults import script_from_dict
 from harness.live.sentinels import find_sentinels
 from harness.outcome import classify
@@ -260,15 +260,6 @@ def test_hermes_call_rejects_an_unknown_api() -> None:
 
 
 # --------------------------------------------------------------------------- real hermes
-
-
-@pytest.fixture(scope="module")
-def hermes_ready() -> None:
-    reason = unavailable_reason()
-    if reason is not None:
-        if read_environment().ci:
-            pytest.fail(f"hermes tier must run in CI: {reason}")
-        pytest.skip(reason)
 
 
 def _server(rules: list[dict[str, Any]] | None = None, **script: Any) -> Any:

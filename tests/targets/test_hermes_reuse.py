@@ -23,7 +23,7 @@ from harness.environment import read_environment
 from harness.faults import script_from_dict
 from harness.leaks import leaks_between, snapshot
 from harness.targets import hermes_fresh
-from harness.targets.hermes import HermesTarget, unavailable_reason
+from harness.targets.hermes import HermesTarget
 from harness.targets.process import TargetProcess
 from harness.targets.protocol import problems, serve
 
@@ -103,15 +103,6 @@ def test_reuse_is_declined_where_hermes_state_cannot_be_vouched_for(tmp_path: Pa
 
 
 # --------------------------------------------------------------------------- real hermes
-
-
-@pytest.fixture(scope="module")
-def hermes_ready() -> None:
-    reason = unavailable_reason()
-    if reason is not None:
-        if read_environment().ci:
-            pytest.fail(f"hermes tier must run in CI: {reason}")
-        pytest.skip(reason)
 
 
 #: Job 1 changes what a reused child carries: its own deadlines in the environment and
