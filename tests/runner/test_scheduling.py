@@ -116,3 +116,19 @@ def test_a_worker_leaves_its_target_only_for_a_case_longer_by_a_child_start_up()
     assert queue.take("wait", "w", "reference")[1][0].name == "sdk_far"
     # 4.5 s is not worth a child start-up: it stays on reference
     assert queue.take("wait", "w", "reference")[1][0].name == "ref_a"
+
+
+def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_time():
+    from harness.planning import estimated_s
+
+    settings = RunSettings()
+    failing, ok = make("f", {"hermes": "error_as_reply"}), make("o", {"hermes": "ok"})
+    assert estimated_s((failing, "hermes"), settings) > estimated_s((ok, "hermes"), settings)
+    queue = CaseQueue([(ok, "hermes"), (failing, "hermes")], settings)
+    first = queue.take("general", "w0", None)
+    assert first is not None and first[1][0].name == "f"
+    # a target without a real-time backoff: the same estimate either way
+    ref_failing, ref_ok = make("f2", {"reference": "error"}), make("o2", {"reference": "ok"})
+    assert estimated_s((ref_failing, "reference"), settings) == estimated_s(
+        (ref_ok, "reference"), settings
+    )
