@@ -160,7 +160,8 @@ def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
     scenario, a quarter of it behind a relay or proxy, a tenth otherwise. The ceiling is
     the target's (raised by its ``min_ceiling_s``). A target that raises it because its
     own retry backoff runs in real time spends about half of that on a call expected to
-    fail (hermes: 7-31 s, against 0.1-9 s for most that succeed), so those go first."""
+    fail (hermes: 7-31 s, against 0.1-9 s for most that succeed), so those go first; and
+    a raw ``Retry-After`` in seconds is real time a client that honours it waits."""
     scenario, target = case
     cls = load_target(target)
     if scenario.api not in getattr(cls, "apis", (scenario.api,)):
@@ -173,10 +174,22 @@ def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
         return ceiling
     if scenario.backend != "server":
         return ceiling / 4
+    estimate = max(ceiling / 10, min(_raw_retry_after_s(scenario), ceiling))
     backoff_s = float(getattr(cls, "min_ceiling_s", 0.0) or 0.0)
     if backoff_s and expected is not None and expected.kind != "ok" and not expected.alternatives:
-        return max(ceiling / 10, backoff_s / 2)
-    return ceiling / 10
+        return max(estimate, backoff_s / 2)
+    return estimate
+
+
+def _raw_retry_after_s(scenario: Scenario) -> float:
+    """The longest verbatim ``Retry-After`` of the script's rules in seconds (0: none;
+    an HTTP date is not counted). Verbatim values do not scale: real seconds."""
+    longest = 0.0
+    for rule in scenario.script.rules:
+        value = getattr(rule.fault.action, "retry_after", None)
+        if isinstance(value, str) and value.strip().isdigit():
+            longest = max(longest, float(value))
+    return longest
 
 
 def only_waits(case: tuple[Scenario, str]) -> bool:

@@ -132,3 +132,28 @@ def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_t
     assert estimated_s((ref_failing, "reference"), settings) == estimated_s(
         (ref_ok, "reference"), settings
     )
+
+
+def test_a_raw_retry_after_is_real_time_in_the_estimate():
+    from harness.planning import estimated_s
+
+    settings = RunSettings()
+    waits = make(
+        "w",
+        {"hermes": "ok"},
+        script={
+            "rules": [
+                {
+                    "fault": {
+                        "phase": "request",
+                        "action": "status",
+                        "code": 429,
+                        "retry_after": "30",
+                    }
+                }
+            ]
+        },
+    )
+    plain = make("p", {"hermes": "ok"})
+    assert estimated_s((waits, "hermes"), settings) == 30.0
+    assert estimated_s((plain, "hermes"), settings) < 30.0
