@@ -31,6 +31,7 @@ Not here: request parsing and routing (``requests.py``), the actions' behaviour.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -234,24 +235,23 @@ class BodyWriter:
             chunked=self.framing == "chunked",
             sent=self.sent,
         )
-        record_many, done = self.ex.record_many, [i, counted]
+        record_many = self.ex.record_many
+        if record_many is not None:
+            record = functools.partial(record_many, "event_sent")  # a C-level call per write
+        else:
 
-        def on_written(k: int, m: int) -> None:
-            self.sent = plan.sent[m]
-            done[0], done[1] = i + m, plan.after[m - 1]
-            batch = plan.details[k:m]
-            if plan.inserts:
-                batch = [d for d in batch if d is not None]
-            if record_many is not None:
-                record_many("event_sent", batch)
-            else:
+            def record(batch: Sequence[Any]) -> None:
                 for d in batch:
                     self.ex.record("event_sent", **dict(d))
 
-        if await write_due(self.conn, plan.frames, plan.times, on_written) < len(plan.frames):
+        k = await write_due(self.conn, plan, record)
+        # nothing reads these before the stretch returns (PeerGone ends the body)
+        done = (i + k, plan.after[k - 1]) if k else (i, counted)
+        self.sent = plan.sent[k]
+        if k < len(plan.frames):
             await self.conn.drain()
         self.last_write = self.loop.time()
-        return done[0], done[1]
+        return done
 
     # ------------------------------------------------------------------ writing
 
