@@ -22,7 +22,10 @@ Framing (``FaultScript.framing``):
 
 Timing: paced units are due at ``t0 + i * event_interval_s`` (plus ``slow`` shifts),
 ``t0`` being when the headers were written; each wait sleeps until the absolute
-deadline, so lateness never accumulates. Keep-alive comments fill waits longer than
+deadline, so lateness never accumulates. A healthy stretch (``pacing.write_due``) may
+write a unit up to ``pacing.PACE_QUANTUM_S`` (2 ms) before its time, so that paced
+streams share loop wake-ups; fault points stay at their event counts, and drips,
+stalls and hangs keep their own timers. Keep-alive comments fill waits longer than
 ``keepalive_comment_s``. All waits end early when the peer goes.
 
 Not here: request parsing and routing (``requests.py``), the actions' behaviour.
