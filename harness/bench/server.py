@@ -39,6 +39,7 @@ from typing import Any
 from harness.bench.common import percentile
 from harness.bench.server_children import SERVER_KINDS, ServerChild, prioritize
 from harness.bench.server_load import hang_end_errors, run_streams, timeline_errors
+from harness.server.pacing import PACE_QUANTUM_S
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -134,6 +135,9 @@ class ServerBenchResult:
     loadavg_after: tuple[float, float, float]
     cpus: str
     timing_priority: str = "none"
+    #: ours writes a paced frame up to this early, so streams share loop wake-ups
+    #: (``harness.server.pacing.PACE_QUANTUM_S``); its lateness figures include it
+    pace_quantum_s: float = 0.0
     servers: list[ServerFigures] = field(default_factory=list)
     cells: list[CellFigures] = field(default_factory=list)
 
@@ -199,6 +203,7 @@ def measure_servers(
         if client_cpu is not None
         else "one CPU: not pinned",
         timing_priority=priority,
+        pace_quantum_s=PACE_QUANTUM_S,
         servers=[ServerFigures(**f) for f in figures],
         cells=cells,
     )

@@ -68,7 +68,8 @@ def render(result: ServerBenchResult, *, console: Any = None) -> None:
         row("", "errors", [_fmt(x, "errors", "{}") for x in cells])
         if mode == "paced":
             row(
-                f"every {result.paced_interval_s * 1000:.0f} ms",
+                f"every {result.paced_interval_s * 1000:.0f} ms"
+                f" (ours: quantum {result.pace_quantum_s * 1000:g} ms)",
                 "client lateness p50 / p99 ms",
                 [
                     "-" if x is None else f"{x.lateness_p50_ms:.1f} / {x.lateness_p99_ms:.1f}"
@@ -85,7 +86,8 @@ def render(result: ServerBenchResult, *, console: Any = None) -> None:
             f"  fault server timeline |actual - scheduled| p99 ms (target < 5): events "
             f"{ours.timeline_event_p99_ms:.2f}, drip {ours.timeline_drip_p99_ms:.2f}, "
             f"hang end {ours.timeline_hang_end_p99_ms:.2f}, all {ours.timeline_all_p99_ms:.2f}"
-            f" ({result.timing_priority} priority)"
+            f" ({result.timing_priority} priority; paced frames written up to"
+            f" {result.pace_quantum_s * 1000:g} ms early: the pace quantum)"
         )
     for fig in result.servers:
         console.print(f"  {fig.name}: {fig.notes}")

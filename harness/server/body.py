@@ -22,7 +22,10 @@ Framing (``FaultScript.framing``):
 
 Timing: paced units are due at ``t0 + i * event_interval_s`` (plus ``slow`` shifts),
 ``t0`` being when the headers were written; each wait sleeps until the absolute
-deadline, so lateness never accumulates. Keep-alive comments fill waits longer than
+deadline, so lateness never accumulates. A healthy stretch (``pacing.write_due``) may
+write a unit up to ``pacing.PACE_QUANTUM_S`` (2 ms) before its time, so that paced
+streams share loop wake-ups; fault points stay at their event counts, and drips,
+stalls and hangs keep their own timers. Keep-alive comments fill waits longer than
 ``keepalive_comment_s``. All waits end early when the peer goes.
 
 Not here: request parsing and routing (``requests.py``), the actions' behaviour.
@@ -31,6 +34,7 @@ Not here: request parsing and routing (``requests.py``), the actions' behaviour.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -234,24 +238,23 @@ class BodyWriter:
             chunked=self.framing == "chunked",
             sent=self.sent,
         )
-        record_many, done = self.ex.record_many, [i, counted]
+        record_many = self.ex.record_many
+        if record_many is not None:
+            record = functools.partial(record_many, "event_sent")  # a C-level call per write
+        else:
 
-        def on_written(k: int, m: int) -> None:
-            self.sent = plan.sent[m]
-            done[0], done[1] = i + m, plan.after[m - 1]
-            batch = plan.details[k:m]
-            if plan.inserts:
-                batch = [d for d in batch if d is not None]
-            if record_many is not None:
-                record_many("event_sent", batch)
-            else:
+            def record(batch: Sequence[Any]) -> None:
                 for d in batch:
                     self.ex.record("event_sent", **dict(d))
 
-        if await write_due(self.conn, plan.frames, plan.times, on_written) < len(plan.frames):
+        k = await write_due(self.conn, plan, record)
+        # nothing reads these before the stretch returns (PeerGone ends the body)
+        done = (i + k, plan.after[k - 1]) if k else (i, counted)
+        self.sent = plan.sent[k]
+        if k < len(plan.frames):
             await self.conn.drain()
         self.last_write = self.loop.time()
-        return done[0], done[1]
+        return done
 
     # ------------------------------------------------------------------ writing
 

@@ -68,7 +68,9 @@ class Connection(asyncio.BufferedProtocol):
         self._buf = read_buffer if read_buffer is not None else bytearray(READ_CHUNK)
         self._input_waiter: asyncio.Future[None] | None = None
         self._gone_waiter: asyncio.Future[None] | None = None
-        self._write_paused = False
+        #: The transport's buffer is above its high-water mark: ``drain()`` before more.
+        #: (An attribute, not a property: it is read once per paced event.)
+        self.write_paused = False
         self._write_stopped = False  # write() refused: the transport was already closing
         self._drain_waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
@@ -128,10 +130,10 @@ class Connection(asyncio.BufferedProtocol):
         _wake(self._drain_waiter)
 
     def pause_writing(self) -> None:
-        self._write_paused = True
+        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self.write_paused = False
         _wake(self._drain_waiter)
 
     # ------------------------------------------------------------------ reading
@@ -221,8 +223,15 @@ class Connection(asyncio.BufferedProtocol):
         """Write ``data`` and hand it to the transport at once (after coalesced bytes)."""
         if self._out:
             self._push()
-        self._fresh = True
-        self.write(data)
+        transport = self.transport
+        if self.lost or self.closing or transport is None or transport.is_closing():
+            self._fresh = True
+            self.write(data)  # raises PeerGone, as a fresh write would
+            return
+        # what write() does for a fresh write, inline: this is once per paced event
+        self.bytes_out += len(data)
+        self._fresh = False
+        transport.write(data)
 
     def watch_gone(self, fut: asyncio.Future[Any] | None) -> None:
         """Wake ``fut`` when the peer goes, as a sleep is woken (``pacing.py`` waits on
@@ -233,16 +242,11 @@ class Connection(asyncio.BufferedProtocol):
             self._push()
         self._gone_waiter = fut
 
-    @property
-    def write_paused(self) -> bool:
-        """The transport's buffer is above its high-water mark: ``drain()`` before more."""
-        return self._write_paused
-
     async def drain(self) -> None:
         self._push()
         if self.lost:
             raise PeerGone("connection is closed")
-        while self._write_paused and not self.lost:
+        while self.write_paused and not self.lost:
             await self._wait("_drain_waiter", None)
         if self.lost:
             raise PeerGone("connection is closed")

@@ -128,8 +128,12 @@ class Timeline:
         self, conn: int, request: int | None, kind: str, details: Sequence[_Detail]
     ) -> None:
         """Record several events of ``kind`` now, one per detail (key/value pairs): the
-        frames of one paced write. Stored as one entry, expanded when read."""
-        entry = (time.monotonic(), conn, request, kind, tuple(details), _MANY)
+        frames of one paced write. Stored as one entry, expanded when read; one detail
+        (a paced event's write, the common case) as a plain event, one tuple less."""
+        if len(details) == 1:
+            entry: tuple[Any, ...] = (time.monotonic(), conn, request, kind, details[0])
+        else:
+            entry = (time.monotonic(), conn, request, kind, tuple(details), _MANY)
         with self._lock:
             tail = self._tail
             tail.append(entry)  # type: ignore[arg-type]
