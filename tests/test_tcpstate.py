@@ -176,3 +176,25 @@ def test_unsent_data_shows_in_rx_queue_of_the_reader(pair) -> None:
 def test_socket_inodes_of_missing_pid_raise_a_clear_error() -> None:
     with pytest.raises(TcpStateError, match="/fd"):
         tcpstate.socket_inodes(2**22 + 12345)
+
+
+@pytest.mark.timeout(30)
+def test_the_watcher_says_when_its_sockets_are_gone() -> None:
+    """``TcpWatcher.wait_gone``: a listed socket keeps it waiting; once the socket is
+    closed, the next sample on the watcher's own schedule ends the wait."""
+    import struct
+
+    from harness.netem.tcpwatch import TcpWatcher
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    peer, _ = listener.accept()
+    with TcpWatcher(os.getpid(), remote_port=port, interval_s=0.01) as watcher:
+        assert watcher.wait_gone(0.2) is False  # the connection is listed
+        for sock in (client, peer):  # reset, not FIN: no TIME_WAIT entry stays listed
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        listener.close()
+        assert watcher.wait_gone(10.0) is True
+    assert watcher.samples()[-1].describe() == "gone"

@@ -28,6 +28,9 @@ from harness.netem.trigger import Trigger
 __all__ = ["DEFAULT_CEILING_S", "DeadPeerResult", "run_dead_peer"]
 
 DEFAULT_CEILING_S = 10.0
+#: How long a client's socket may stay listed after the client reported the kernel's
+#: error (``TcpWatcher.wait_gone``): microseconds normally; a bound, not a sleep.
+GONE_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ def run_dead_peer(
                     watcher.sample()
                 result = lines.wait_for(lambda e: e.get("event") == "result", timeout=ceiling_s)
                 watcher.sample()
+                if result is not None and result.get("status") == "raised":
+                    watcher.wait_gone(GONE_WAIT_S)  # the socket leaves the table just after
         finally:
             proc.kill()
             proc.wait()

@@ -53,6 +53,7 @@ class TcpWatcher:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="tcp-watcher", daemon=True)
         self._last: tuple | None = None
+        self._gone = threading.Event()  # the latest sample found no socket
 
     def __enter__(self) -> TcpWatcher:
         self._thread.start()
@@ -77,6 +78,10 @@ class TcpWatcher:
             tcpstate.select(table, remote_port=self.remote_port) if self.remote_port else table
         )
         key = tuple((s.local_port, s.state, s.timer, s.retransmits, s.probes) for s in socks)
+        if socks:
+            self._gone.clear()
+        else:
+            self._gone.set()
         with self._lock:
             if key == self._last:
                 return None
@@ -84,6 +89,13 @@ class TcpWatcher:
             sample = TcpSample(time.monotonic(), socks)
             self._samples.append(sample)
             return sample
+
+    def wait_gone(self, timeout_s: float) -> bool:
+        """Wait (sampling on the watcher's schedule) until a sample finds no socket; False
+        if ``timeout_s`` passed first. A socket the kernel gave up on is reported to its
+        reader (``sk_error_report``) before it leaves the table (``tcp_done``), so the
+        first sample after the client's error can still list it."""
+        return self._gone.wait(timeout_s)
 
     def samples(self) -> list[TcpSample]:
         with self._lock:

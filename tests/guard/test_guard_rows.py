@@ -17,7 +17,10 @@ from harness.client import ClientSettings, errors
 from harness.faults import script_from_dict
 from tests.fault_rows import GUARD_ROWS
 
-FAST = ClientSettings(first_byte_s=0.5, stream_idle_s=0.3, stale_call_s=0.8, hard_ceiling_s=3.0)
+# The hard ceiling spans the SDK's own retries (x-stainless-retry-count): 3 attempts of a
+# 0.5 s first-byte deadline plus openai's 0.375-0.5 s and 0.75-1 s backoffs are 2.6-3.0 s,
+# so a 3 s ceiling raced the third attempt's first-byte deadline (HardCeiling seen in CI).
+FAST = ClientSettings(first_byte_s=0.5, stream_idle_s=0.3, stale_call_s=0.8, hard_ceiling_s=8.0)
 USER = [{"role": "user", "content": "hi"}]
 FACES = ("sync", "async")
 
