@@ -184,22 +184,22 @@ class _Servers:
         atexit.register(self.close_all)
 
     def get(self, key: Any, spawn: Callable[[Sequence[int]], Any]) -> ForkServer | None:
-        while True:
-            with self._lock:
-                if key in self._servers:
-                    self._servers.move_to_end(key)
-                    return self._servers[key]
-                if key in self._refused:
-                    return None
-                starting = self._starting.get(key)
-                if starting is None:
-                    starting = self._starting[key] = threading.Event()
-                    break
-            # another thread is starting this one: its outcome is ours
+        with self._lock:
+            if key in self._servers:
+                self._servers.move_to_end(key)
+                return self._servers[key]
+            if key in self._refused:
+                return None
+            starting = self._starting.get(key)
+            ours = starting is None
+            if starting is None:
+                starting = self._starting[key] = threading.Event()
+        if not ours:
+            # another thread is starting this one: its outcome is ours (None: refused, or
+            # not done in time -- then this child starts as before)
             starting.wait(DEFAULT_FORK_SERVER_START_S)
             with self._lock:
-                if key not in self._servers and key not in self._refused:
-                    return None  # it did not finish in time: start this child as before
+                return self._servers.get(key)
         server, problem = ForkServer.start(
             spawn, deadline=time.monotonic() + DEFAULT_FORK_SERVER_START_S
         )
@@ -223,13 +223,10 @@ class _Servers:
         if server is not None:
             server.close()
 
-    def refusal(self, key: Any) -> str | None:
-        with self._lock:
-            return self._refused.get(key)
-
     def close_all(self) -> None:
         with self._lock:
-            servers, self._servers = list(self._servers.values()), {}
+            servers = list(self._servers.values())
+            self._servers.clear()
         for server in servers:
             server.close()
 

@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TextIO
 
 __all__ = [
@@ -181,7 +181,7 @@ def _fork_server(fd: int) -> bool:
         sock.send(json.dumps({"pid": pid}).encode())
 
 
-def unforkable(*, allowed: set[int] = frozenset()) -> str | None:  # type: ignore[assignment]
+def unforkable(*, allowed: Collection[int] = ()) -> str | None:
     """Why a copy of this process (``os.fork``) would not be a clean child, or None: only
     the main thread runs, and every open descriptor is a file, a pipe of the protocol or
     in ``allowed`` -- a socket, epoll or event descriptor would be shared with the copy."""
@@ -191,8 +191,9 @@ def unforkable(*, allowed: set[int] = frozenset()) -> str | None:  # type: ignor
         names = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
         return f"threads besides the main one: {names}"
     tasks = f"/proc/{os.getpid()}/task"
-    if os.path.isdir(tasks) and len(os.listdir(tasks)) > 1:
-        return f"{len(os.listdir(tasks))} OS threads (one not started by threading)"
+    n_tasks = len(os.listdir(tasks)) if os.path.isdir(tasks) else 1
+    if n_tasks > 1:
+        return f"{n_tasks} OS threads (one not started by threading)"
     fd_dir = f"/proc/{os.getpid()}/fd"
     if not os.path.isdir(fd_dir):
         return "no /proc: cannot list the open descriptors"

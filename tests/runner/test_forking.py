@@ -105,7 +105,7 @@ def test_a_child_that_cannot_be_copied_says_why_and_children_start_from_scratch(
     finally:
         for child in children:
             child.finish(time.monotonic() + 10)
-    refusals = [r for r in forking.SERVERS._refused.values()]
+    refusals = list(forking.SERVERS._refused.values())
     assert any(why in r for r in refusals), refusals
 
 
