@@ -200,9 +200,26 @@ class _Servers:
             starting.wait(DEFAULT_FORK_SERVER_START_S)
             with self._lock:
                 return self._servers.get(key)
-        server, problem = ForkServer.start(
-            spawn, deadline=time.monotonic() + DEFAULT_FORK_SERVER_START_S
-        )
+        server: ForkServer | None = None
+        problem: str | None = "its start raised"  # spawn() itself failing (no interpreter)
+        try:
+            server, problem = ForkServer.start(
+                spawn, deadline=time.monotonic() + DEFAULT_FORK_SERVER_START_S
+            )
+        finally:  # waiters and later children must not wait on a start that raised
+            evicted = self._settle(key, server, problem, starting)
+        for old in evicted:
+            old.close()
+        return server
+
+    def _settle(
+        self,
+        key: Any,
+        server: ForkServer | None,
+        problem: str | None,
+        starting: threading.Event,
+    ) -> list[ForkServer]:
+        """Record how a start ended and wake its waiters; returns servers to close."""
         evicted: list[ForkServer] = []
         with self._lock:
             if server is not None:
@@ -213,9 +230,7 @@ class _Servers:
                 self._refused[key] = problem or "refused"
             del self._starting[key]
         starting.set()
-        for old in evicted:
-            old.close()
-        return server
+        return evicted
 
     def drop(self, key: Any) -> None:
         with self._lock:

@@ -183,3 +183,16 @@ class SocketAtReadyTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         return CallResult(text=str(os.getpid()), finish_reason="stop")
+
+
+class MissingInterpreterTarget(Target):
+    """Its child command names an interpreter that does not exist: the start raises."""
+
+    name = "runner.targets_double:MissingInterpreterTarget"
+
+    @classmethod
+    def command(cls) -> list[str]:
+        return ["/nonexistent/harness-test/python", "-m", "harness.targets.child", cls.name]
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        raise AssertionError("never started")

@@ -169,3 +169,13 @@ def test_servers_beyond_the_bound_end_least_recently_used_first(monkeypatch):
     )
     assert key not in forking.SERVERS._servers and len(forking.SERVERS._servers) == 1
     assert old._popen.poll() is not None  # its process ended with it
+
+
+@pytest.mark.timeout(60)
+def test_a_server_start_that_raises_leaves_no_start_for_others_to_wait_on():
+    for _ in range(2):  # the second start raises the same way: nobody waits on the first
+        with pytest.raises(FileNotFoundError):
+            _spawn("MissingInterpreterTarget")
+    command = ("/nonexistent/harness-test/python",)
+    assert not [k for k in forking.SERVERS._starting if k[0][: len(command)] == command]
+    assert [r for k, r in forking.SERVERS._refused.items() if k[0][:1] == command]
