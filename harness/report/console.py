@@ -96,11 +96,14 @@ def render_console(
     console.print(results_table(results, title=title))
     counts = summary_counts(results)
     style = "bold green" if counts["mismatched"] == 0 else "bold red"
-    scales = Counter(r.time_scale for r in results)
+    target_floors = _target_floors(results)
+    # cases at their target's floor are the second note's, not a scenario's own floor
+    own = [r for r in results if r.time_scale != target_floors.get(r.target)]
+    scales = Counter(r.time_scale for r in own)
     if len(scales) > 1:
         run_scale = scales.most_common(1)[0][0]
         slower = sorted(
-            {f"{r.scenario} ({r.time_scale:g})" for r in results if r.time_scale != run_scale}
+            {f"{r.scenario} ({r.time_scale:g})" for r in own if r.time_scale != run_scale}
         )
         console.print(
             Text(
@@ -110,7 +113,7 @@ def render_console(
                 style="dim",
             )
         )
-    floors = sorted({f"{t} ({s:g})" for t, s in _target_floors(results).items()})
+    floors = sorted({f"{t} ({s:g})" for t, s in target_floors.items()})
     if floors:
         console.print(
             Text(

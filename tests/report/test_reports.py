@@ -220,3 +220,23 @@ def test_relay_story_says_when_the_runner_killed_a_hung_target():
     (line,) = relay_story(case(kind="hung", timeline=timeline, ceiling_s=3.0))
     assert "until the runner killed the hung target (client_fin at 3100.0 ms)" in line
     assert "state not sampled" in line
+
+
+def test_time_scale_notes_tell_a_scenarios_floor_from_a_targets():
+    results = [
+        case(),
+        case(scenario="chat_healthy_stream", kind="ok", expected="ok"),
+        case(scenario="relay_pass_healthy", kind="ok", expected="ok", time_scale=0.5),
+        case(target="hermes", kind="ok", expected="ok", time_scale=0.2),
+    ]
+    console = Console(record=True, width=300)
+    render_console(results, console=console)
+    text = " ".join(console.export_text().split())
+    scenario_note = text.split("except scenarios with a min_time_scale floor", 1)[1]
+    scenario_note = scenario_note.split("targets with a time-scale floor", 1)[0]
+    assert "relay_pass_healthy (0.5)" in scenario_note
+    assert "(0.2)" not in scenario_note  # hermes's case is at its target's floor
+    assert (
+        "targets with a time-scale floor of their own (every case at least that): hermes (0.2)"
+        in text
+    )
