@@ -126,8 +126,7 @@ class TargetProcess:
         self._is_ready = True
 
     def run(self, job: Mapping[str, Any]) -> None:
-        self._is_ready = False
-        self._write({"cmd": "run", "job": dict(job)})
+        self.send_command({"cmd": "run", "job": dict(job)})
 
     def wait_started(self, deadline: float) -> dict[str, Any]:
         """The ``started`` message, or an early ``result`` (a skipped job)."""
