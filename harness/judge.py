@@ -27,11 +27,10 @@ from harness.contract import Facts, contract_for, judge
 from harness.leaks import Leaks
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
+from harness.vocab.apis import APIS
 
-__all__ = ["LLM_APIS", "NO_FALSE_KILL_TAG", "Observed", "judge_case"]
+__all__ = ["NO_FALSE_KILL_TAG", "Observed", "judge_case"]
 
-#: The request paths that are LLM calls (others, e.g. GET /v1/models probes, are not counted).
-LLM_APIS = ("chat", "responses", "messages")
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
 NO_FALSE_KILL_TAG = "no-false-kill"
@@ -68,7 +67,7 @@ def judge_case(
 ) -> CaseResult:
     """The :class:`CaseResult` of one case: outcome, accounting, expectation, verdict."""
     report = observed.report
-    records = [r for r in observed.records if getattr(r, "api", None) in LLM_APIS]
+    records = [r for r in observed.records if getattr(r, "api", None) in APIS]
     ran = not (report and report.get("status") in ("skipped", "not_applicable"))
     outcome = classify(
         report,

@@ -25,12 +25,6 @@ from harness.faults import Fault, FaultScript, FaultSpecError, Fin
 
 __all__ = ["NetworkConflict", "network_for", "relay_actions"]
 
-#: The relay mode a scenario gets for a ``swallow_close`` rule.
-_SWALLOW_NETWORK = {"backend": "relay", "relay": {"mode": "swallow_close"}}
-_SWALLOW_ALLOWED = (
-    'no [network] table, or backend = "relay" with relay = { mode = "swallow_close" }'
-)
-
 
 class NetworkConflict(FaultSpecError):
     """The ``[network]`` table contradicts a relay-only rule; ``problem`` says how."""
@@ -57,27 +51,40 @@ def network_for(
 def relay_actions(
     script: FaultScript, network_raw: Any, *, where: str = "network"
 ) -> tuple[FaultScript, Any]:
-    """Play ``swallow_close`` rules as a server ``fin`` behind a swallowing relay."""
-    indexes = [i for i, r in enumerate(script.rules) if r.fault.action.name == "swallow_close"]
-    if not indexes:
+    """Play each relay-only rule (its action's ``relay_mode``, e.g. ``swallow_close``) as a
+    server ``fin`` behind a relay in that mode."""
+    relayed = [(i, r.fault.action) for i, r in enumerate(script.rules) if r.fault.action.relay_mode]
+    if not relayed:
         return script, network_raw
+    first, action = relayed[0]
+    mode = action.relay_mode
+    wanted = {"backend": "relay", "relay": {"mode": mode}}
+    allowed = f'no [network] table, or backend = "relay" with relay = {{ mode = "{mode}" }}'
     if network_raw is None:
-        network_raw = _SWALLOW_NETWORK
+        network_raw = wanted
     else:
         relay = network_raw.get("relay") if isinstance(network_raw, Mapping) else None
-        mode = relay.get("mode") if isinstance(relay, Mapping) else None
+        has_mode = relay.get("mode") if isinstance(relay, Mapping) else None
         backend = network_raw.get("backend") if isinstance(network_raw, Mapping) else None
-        if backend != "relay" or mode != "swallow_close":
+        if backend != "relay" or has_mode != mode:
             raise NetworkConflict(
                 where,
                 network_raw,
-                _SWALLOW_ALLOWED,
-                f"{dict(network_raw)!r} conflicts with the swallow_close rule "
-                f"script.rules[{indexes[0]}]",
+                allowed,
+                f"{dict(network_raw)!r} conflicts with the {action.name} rule "
+                f"script.rules[{first}]",
+            )
+    for i, other in relayed[1:]:
+        if other.relay_mode != mode:
+            raise NetworkConflict(
+                f"script.rules[{i}]",
+                other.name,
+                f"relay-only actions of one relay mode ({mode}, as script.rules[{first}])",
+                f"{other.name} needs relay mode {other.relay_mode}, script.rules[{first}] {mode}",
             )
     rules = tuple(
         dataclasses.replace(r, fault=Fault(r.fault.phase, Fin()))
-        if r.fault.action.name == "swallow_close"
+        if r.fault.action.relay_mode
         else r
         for r in script.rules
     )

@@ -38,9 +38,9 @@ from harness.client.errors import HarnessError, RetriesExhausted
 from harness.client.retry import RetryPolicy
 from harness.client.sdk_calls import post_messages, request_options, typed_create
 from harness.client.settings import ClientSettings, SettingsError
-from harness.client.streams import APIS
 from harness.client.transport import OwnedClient, copy_sdk_kwargs
 from harness.client.watchdog import AsyncWatchdog, Watchdog
+from harness.vocab.apis import APIS
 
 __all__ = ["AsyncReferenceClient", "Components", "ReferenceClient", "Reply"]
 

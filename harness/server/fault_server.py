@@ -172,7 +172,7 @@ class FaultServer:
     # ------------------------------------------------------------------ loop thread
 
     def _apply_listen_options(self) -> None:
-        stall = any(r.fault.action.name == "stall_upload" for r in self._core.script.rules)
+        stall = any(r.fault.action.upload_stall() is not None for r in self._core.script.rules)
         if self._sock is None or stall == self._small_rcvbuf:
             return
         self._sock.setsockopt(
