@@ -232,7 +232,7 @@ class Scenario(_ScenarioFields):
     )
 
     script: FaultScript
-    #: ``harness.netem.backends.NetworkSpec`` from a ``[network]`` table; None: the fault
+    #: ``harness.faults.network.spec.NetworkSpec`` from a ``[network]`` table; None: the fault
     #: server directly (no relay, proxy or kernel fault in between).
     network: Any = None
     path: str = ""
