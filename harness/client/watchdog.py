@@ -9,9 +9,12 @@ blocked in ``recv`` or ``send`` (``close()`` from another thread returns but doe
 wake it). No polling loop, no ``join(timeout=...)``, no sleep: the thread only wakes on
 a notify or at a deadline.
 
-Async (:class:`AsyncWatchdog`): the same, on the event loop: one ``loop.call_at``
+Async (:class:`AsyncWatchdog`): the same, on the event loop: one ``clock.call_at``
 timer at the earliest deadline (re-armed only when a deadline moves earlier; a timer
-that wakes early re-arms itself), and the same ``abort``. Both are scopes::
+that wakes early re-arms itself), and the same ``abort``. Both take the same injectable
+:class:`~harness.client.clock.Clock` (a test drives either with a ``FakeClock``), and
+both wait between attempts the same way: never past the hard ceiling, cut short by
+:meth:`~_Enforcer.cancel` (the client's ``close``). Both are scopes::
 
     with watchdog.attempt(abort) as token:   # sync and async code alike
         ...read...                           # a fired deadline retires token, calls abort
@@ -34,7 +37,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
-from harness.client.clock import Clock, MonotonicClock
+from harness.client.clock import Clock, MonotonicClock, Timer
 from harness.client.deadlines import Deadline, DeadlineState, describe_deadlines
 from harness.client.tokens import AttemptToken, error_for_deadline, owns_attempt
 
@@ -56,17 +59,21 @@ class _Enforcer:
     def __init__(
         self,
         state: DeadlineState,
+        *,
+        clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
         self.state = state
+        self.clock = clock or MonotonicClock()
         self.describe = describe
         self._token: AttemptToken | None = None
         self._abort: Callable[[], None] | None = None
+        self._cancelled = False
         #: (deadline, clock time it was acted on) for every fire, in order.
         self.fired: list[tuple[Deadline, float]] = []
 
     def now(self) -> float:
-        raise NotImplementedError
+        return self.clock.now()
 
     def elapsed_s(self) -> float:
         return self.now() - self.state.call_started_at
@@ -83,6 +90,12 @@ class _Enforcer:
             yield token
         finally:
             self.end_attempt(token)
+
+    def cancel(self) -> None:
+        """Cut a wait between attempts short, now or when it starts (the client is being
+        closed): the wait returns False."""
+        self._cancelled = True
+        self._wake()
 
     def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
         raise NotImplementedError
@@ -101,6 +114,26 @@ class _Enforcer:
         raise NotImplementedError
 
     def comment(self) -> None:
+        raise NotImplementedError
+
+    def _wait_until(self, delay_s: float) -> float:
+        """When a wait of ``delay_s`` from now ends, never past the hard ceiling."""
+        until = self.now() + delay_s
+        hard = self.hard_deadline_at()
+        return until if hard is None else min(until, hard)
+
+    def _wait_over(self, until: float) -> bool | None:
+        """What a wait ending at ``until`` returns now: True (the delay is over), False
+        (cancelled, or the hard ceiling came first), None (not yet)."""
+        if self._cancelled:
+            return False
+        now = self.now()
+        hard = self.hard_deadline_at()
+        if hard is not None and now >= hard:
+            return False
+        return True if now >= until else None
+
+    def _wake(self) -> None:
         raise NotImplementedError
 
     def _fire(self, deadline: Deadline, now: float) -> None:
@@ -131,12 +164,10 @@ class Watchdog(_Enforcer):
         clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
-        super().__init__(state, describe)
-        self.clock = clock or MonotonicClock()
+        super().__init__(state, clock=clock, describe=describe)
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._cancelled = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -164,10 +195,11 @@ class Watchdog(_Enforcer):
         self._thread = None
 
     def cancel(self) -> None:
-        """Interrupt a backoff wait (e.g. the client is being closed)."""
         with self._cond:
-            self._cancelled = True
-            self._cond.notify_all()
+            super().cancel()
+
+    def _wake(self) -> None:
+        self._cond.notify_all()  # with the condition held (cancel)
 
     # ------------------------------------------------------------------ events
 
@@ -200,9 +232,6 @@ class Watchdog(_Enforcer):
 
     # ------------------------------------------------------------------ questions
 
-    def now(self) -> float:
-        return self.clock.now()
-
     def next_deadline(self) -> Deadline | None:
         with self._cond:
             return self.state.next_deadline()
@@ -219,17 +248,11 @@ class Watchdog(_Enforcer):
     def wait(self, delay_s: float) -> bool:
         """Wait ``delay_s`` between attempts, never past the hard ceiling; a condition
         wait on the clock, not a sleep. Returns False if cancelled or the ceiling came first."""
-        until = self.clock.now() + delay_s
-        hard = self.hard_deadline_at()
+        until = self._wait_until(delay_s)
         with self._cond:
-            while not self._cancelled:
-                now = self.clock.now()
-                if hard is not None and now >= hard:
-                    return False
-                if now >= until:
-                    return True
-                self.clock.wait(self._cond, until if hard is None else min(until, hard))
-            return False
+            while (over := self._wait_over(until)) is None:
+                self.clock.wait(self._cond, until)
+            return over
 
     def _event(self, apply: Callable[[float], bool]) -> None:
         """Apply one event; wake the thread only if the earliest deadline may have moved
@@ -269,15 +292,13 @@ class AsyncWatchdog(_Enforcer):
         self,
         state: DeadlineState,
         *,
+        clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
-        super().__init__(state, describe)
-        self._timer: asyncio.TimerHandle | None = None
+        super().__init__(state, clock=clock, describe=describe)
+        self._timer: Timer | None = None
         self._timer_at: float | None = None
-
-    @staticmethod
-    def now() -> float:
-        return asyncio.get_running_loop().time()
+        self._woken: asyncio.Event | None = None
 
     def next_deadline(self) -> Deadline | None:
         return self.state.next_deadline()
@@ -314,9 +335,23 @@ class AsyncWatchdog(_Enforcer):
             self._arm()
 
     async def wait(self, delay_s: float) -> bool:
-        """Wait ``delay_s`` between attempts (the caller never asks past the ceiling)."""
-        await asyncio.sleep(delay_s)
-        return True
+        """Wait ``delay_s`` between attempts, never past the hard ceiling; one clock
+        timer, not a sleep. Returns False if cancelled or the ceiling came first."""
+        until = self._wait_until(delay_s)
+        woken = self._woken = asyncio.Event()
+        timer = self.clock.call_at(until, woken.set)
+        try:
+            while (over := self._wait_over(until)) is None:
+                await woken.wait()
+                woken.clear()
+            return over
+        finally:
+            timer.cancel()
+            self._woken = None
+
+    def _wake(self) -> None:
+        if self._woken is not None:
+            self._woken.set()
 
     def _arm(self) -> None:
         """Schedule the timer at the earliest deadline, unless it already wakes earlier."""
@@ -328,7 +363,7 @@ class AsyncWatchdog(_Enforcer):
             return  # it wakes first and re-arms for whatever is due then
         self._disarm()
         self._timer_at = d.at
-        self._timer = asyncio.get_running_loop().call_at(d.at, self._on_timer)
+        self._timer = self.clock.call_at(d.at, self._on_timer)
 
     def _disarm(self) -> None:
         if self._timer is not None:

@@ -196,7 +196,7 @@ class AsyncGuardTransport(_Face):
 
     async def handle_async_request(self, request: Any) -> Any:
         watch = self._watch(request)
-        wd = AsyncWatchdog(self._state(watch, AsyncWatchdog.now()))
+        wd = AsyncWatchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
         binding = Binding()
         token = wd.start_attempt(binding.abort)
         self._clamp(request, wd)
