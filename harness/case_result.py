@@ -59,6 +59,10 @@ class CaseResult:
     verdict: str = "fail"
     #: The contract checks this case failed (``harness.contract.CHECKS`` names).
     failed_checks: tuple[str, ...] = ()
+    #: The client sockets' posture, one entry per connection (``harness.posture``).
+    posture: tuple[Mapping[str, Any], ...] = ()
+    #: The ``dead_peer_bound`` check with its evidence (None: not asked).
+    dead_peer: Mapping[str, Any] | None = None
 
     @property
     def unaccounted_requests(self) -> int:
@@ -110,6 +114,8 @@ class CaseResult:
             "details": dict(self.details),
             "verdict": self.verdict,
             "failed_checks": list(self.failed_checks),
+            "posture": [dict(p) for p in self.posture],
+            "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
         }
 
     @classmethod
@@ -139,4 +145,6 @@ class CaseResult:
             details=dict(data.get("details") or {}),
             verdict=data.get("verdict", "fail"),
             failed_checks=tuple(data.get("failed_checks") or ()),
+            posture=tuple(data.get("posture") or ()),
+            dead_peer=data.get("dead_peer_bound"),
         )
