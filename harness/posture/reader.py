@@ -80,7 +80,10 @@ def read_tree(
     unread: dict[int, tuple[int, str]] = {}  # inode -> (pid, why the options are unknown)
     try:
         for p in pids:
-            _read_process(p, proc, wanted, held, unread)
+            try:
+                _read_process(p, proc, wanted, held, unread)
+            except _Refused as exc:
+                return Reading(reason=str(exc), readable=False, pids=pids)
         inodes = set(held) | set(unread)
         if not inodes:
             return Reading(pids=pids)
@@ -124,6 +127,10 @@ def tcp_retries2(proc: str = "/proc") -> int:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+class _Refused(Exception):
+    """A process's descriptors may not be listed (another user's, no privilege)."""
 
 
 @dataclass(frozen=True)
@@ -253,11 +260,14 @@ def _options(s: socket.socket) -> dict[str, object]:
 
 
 def _socket_fds(pid: int, proc: str) -> dict[int, int]:
-    """``{socket inode: fd}`` of one process (empty when it is gone or unreadable)."""
+    """``{socket inode: fd}`` of one process (empty when it is gone); raises
+    :class:`_Refused` when its descriptors may not be listed."""
     out: dict[int, int] = {}
     base = f"{proc}/{pid}/fd"
     try:
         names = os.listdir(base)
+    except PermissionError as exc:
+        raise _Refused(f"{base}: {exc.strerror} (needs the target's user or root)") from exc
     except OSError:
         return out
     for name in names:
