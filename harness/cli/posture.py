@@ -41,6 +41,8 @@ __all__ = ["DEFAULT_HOLD_S", "probe_scenarios", "register"]
 #: clients tune for a stalled stream, short enough for a run of a few targets.
 DEFAULT_HOLD_S = 10.0
 _CONNECTION_TIMEOUT_SLACK_S = 5.0
+#: Seconds between the healthy reply's events (20 tokens/s).
+HEALTHY_PACE_S = 0.05
 
 
 def register(commands: Any) -> None:
@@ -109,9 +111,15 @@ def probe_scenarios(*, api: str, hold_s: float) -> list[Any]:
         {
             **base,
             "name": "posture_healthy",
-            "summary": "a healthy streamed call, made twice on one client",
+            "summary": "a healthy streamed call at a provider's pace, made twice on one client",
             "ceiling_s": hold_s + _CONNECTION_TIMEOUT_SLACK_S,
             "request": {"calls": 2},
+            # paced like a real provider, so its sockets are still open when sampled
+            "script": {
+                "rules": [
+                    {"fault": {"phase": "event:0", "action": "slow", "delay_s": HEALTHY_PACE_S}}
+                ]
+            },
         }
     )
     silent = scenario_from_dict(
