@@ -158,3 +158,32 @@ def test_a_scenario_without_a_silent_peer_does_not_ask():
         ceiling_s=60.0,
     )
     assert result.dead_peer is None
+
+
+def _tier(backend: str) -> None:
+    """Skip where the backend's tier cannot run; fail instead on CI, where it must."""
+    from harness.environment import read_environment
+    from harness.netem import prereq
+
+    missing = {"relay": lambda: None, "toxiproxy": prereq.toxiproxy_missing}.get(
+        backend, prereq.netns_missing
+    )()
+    if missing is not None:
+        if read_environment().ci:
+            pytest.fail(f"{backend} tier must run in CI: {missing}")
+        pytest.skip(missing)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "name", ["relay_hold_mid_stream", "toxiproxy_timeout_mid_stream", "kernel_dead_peer_mid_stream"]
+)
+def test_posture_is_read_through_every_network_path(server, name):
+    [scenario] = [s for s in load_catalog() if s.name == name]
+    _tier(scenario.backend)
+    r = run_case(scenario, KEEPALIVE, server=server, settings=settings())
+    # the client's leg: to the relay / Toxiproxy / namespaced server it was told to dial
+    assert r.posture, r.message
+    assert {p["keepalive"]["idle_s"] for p in r.posture} == {20.0}
+    assert all(p["source"] == "getsockopt" for p in r.posture)
+    assert r.dead_peer["status"] == "pass" and r.dead_peer["bound_s"] == 60.0
