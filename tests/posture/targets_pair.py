@@ -65,7 +65,7 @@ class UncheckedNoKeepalive(StackTarget):
     def call(self, job: Job, log: EventLog) -> CallResult:
         from unittest import mock
 
-        from harness.targets import mutants
+        from harness.targets.mutants import table as mutants
 
         # The self-check is the probe's verdict; with it silenced the stack is a plain
         # keepalive-less client. (A test seam inside the test's own target.)

@@ -22,7 +22,7 @@ from harness.posture import PostureSampler
 from harness.posture.reader import _pidfd_getfd, _pidfd_open, read_tree
 from harness.server import FaultServer
 from harness.targets.hermes import unavailable_reason
-from harness.targets.process import TargetProcess
+from harness.targets.runtime.process import TargetProcess
 
 _SILENT = {"rules": [{"fault": {"phase": "event:1", "action": "hang"}}]}
 TEST_KEEPALIVE = {"idle_s": 41, "interval_s": 7, "count": 5}
