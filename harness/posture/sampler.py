@@ -95,8 +95,8 @@ class PostureSampler:
         self._queue.put(kind)
 
     def sample(self, why: str) -> None:
-        """Take a sample now, in the caller's thread."""
-        self._take(why)
+        """Take a sample now, in the caller's thread (not counted against the bound)."""
+        self._take(why, bounded=False)
 
     def close(self) -> Posture:
         """Stop the thread (after the samples already asked for) and return the posture."""
@@ -128,11 +128,11 @@ class PostureSampler:
             if any(w is _STOP for w in whys):
                 return
 
-    def _take(self, *whys: str) -> None:
+    def _take(self, *whys: str, bounded: bool = True) -> None:
         with self._lock:
-            if self._samples >= self._max:
+            if bounded and self._samples >= self._max:
                 return
-            self._samples += 1
+            self._samples += bounded
         reading = self._reader(self.pid, remote_ports=self.dial_ports)
         with self._lock:
             if not reading.readable:
