@@ -61,6 +61,8 @@ class CaseResult:
     failed_checks: tuple[str, ...] = ()
     #: The client sockets' posture, one entry per connection (``harness.posture``).
     posture: tuple[Mapping[str, Any], ...] = ()
+    #: Why posture could not be read at all (not Linux, no permission); "" when it was.
+    posture_unreadable: str = ""
     #: The ``dead_peer_bound`` check with its evidence (None: not asked).
     dead_peer: Mapping[str, Any] | None = None
 
@@ -115,6 +117,7 @@ class CaseResult:
             "verdict": self.verdict,
             "failed_checks": list(self.failed_checks),
             "posture": [dict(p) for p in self.posture],
+            "posture_unreadable": self.posture_unreadable or None,
             "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
         }
 
@@ -146,5 +149,6 @@ class CaseResult:
             verdict=data.get("verdict", "fail"),
             failed_checks=tuple(data.get("failed_checks") or ()),
             posture=tuple(data.get("posture") or ()),
+            posture_unreadable=data.get("posture_unreadable") or "",
             dead_peer=data.get("dead_peer_bound"),
         )

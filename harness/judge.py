@@ -132,6 +132,7 @@ def judge_case(
         verdict=verdict.verdict,
         failed_checks=verdict.failed_checks,
         posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
+        posture_unreadable=_unreadable(observed.posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
     )
     return _with_match(result, expected, observed)
@@ -146,6 +147,11 @@ def _with_match(result: CaseResult, expected: Expected | None, observed: Observe
     if expected is None:  # nothing to regress against: the verdict alone judges it
         return replace(result, matched=True)
     return replace(result, matched=expected.matches(result.outcome) and not result.over_budget)
+
+
+def _unreadable(posture: Any) -> str:
+    """Why the case's posture could not be read ("" when it was, or was never tried)."""
+    return "" if posture is None or posture.readable else str(posture.reason)
 
 
 def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[Any]) -> Outcome:

@@ -142,7 +142,7 @@ def test_unreadable_posture_makes_the_check_not_applicable_never_a_failure():
     )
     assert result.dead_peer["status"] == "not_applicable" and result.dead_peer["reason"] == why
     assert "dead_peer_bound" not in result.failed_checks and result.verdict == "safe"
-    assert result.posture == ()
+    assert result.posture == () and result.to_dict()["posture_unreadable"] == why
 
 
 def test_a_scenario_without_a_silent_peer_does_not_ask():
