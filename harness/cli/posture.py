@@ -169,7 +169,13 @@ def _print_table(report: dict[str, Any]) -> None:
             _bound(s["known"], s["dead_peer_bound_s"], s["dead_peer_bound_by"], s["reason"]),
             _bound(True, s["in_flight_bound_s"], s["in_flight_bound_by"], ""),
         )
-    out_console().print(table)
+    out = out_console()
+    out.print(table)
+    for target, s in report["targets"].items():
+        sampled = len(s["connections"])
+        line = f"{target}: {s['posture']} ({sampled} connection(s) sampled"
+        line += f"; {s['reason']})" if s["reason"] else ")"
+        out.print(line, highlight=False, markup=False)
 
 
 def _keepalive(conn: dict[str, Any] | None) -> str:

@@ -24,8 +24,9 @@ def test_posture_rows_differ_for_targets_differing_only_in_keepalive(tmp_path, m
         == EXIT_OK
     )
     text = capsys.readouterr().out
-    rows = [line for line in text.splitlines() if "posture.targets_pair" in line]
+    rows = [line for line in text.splitlines() if "posture.targets_pair" in line and "│" in line]
     assert len(rows) == 2 and "20/5 x 8" in rows[0] and "off" in rows[1] and rows[0] != rows[1]
+    assert f"{KEEPALIVE}: keepalive 20/5x8" in text and f"{BARE}: keepalive off" in text
     report = json.loads(out.read_text())
     ka, bare = report["targets"][KEEPALIVE], report["targets"][BARE]
     # each gave up at its own 1 s read timeout, well inside the 3 s hold: that deadline
