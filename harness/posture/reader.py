@@ -29,13 +29,14 @@ import socket
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness import tcpstate
 from harness.leaks import descendants
 from harness.posture import platform
 from harness.posture.facts import UNKNOWN, Keepalive, SocketPosture
 
-__all__ = ["Found", "Reading", "read_options", "read_tree", "tcp_retries2"]
+__all__ = ["Found", "Reading", "read_options", "read_tree"]
 
 _STATES_WITH_TIMER_TRUTH = ("ESTABLISHED", "CLOSE_WAIT")
 
@@ -113,17 +114,6 @@ def read_options(pid: int, fd: int) -> dict[str, object]:
         return _options_of(_pidfd_getfd(pidfd, fd))
     finally:
         os.close(pidfd)
-
-
-def tcp_retries2(proc: str = "/proc") -> int:
-    """``net.ipv4.tcp_retries2`` of this namespace (the kernel default when unreadable)."""
-    from harness.posture.facts import DEFAULT_TCP_RETRIES2
-
-    try:
-        with open(f"{proc}/sys/net/ipv4/tcp_retries2", encoding="ascii") as fh:
-            return int(fh.read().strip())
-    except (OSError, ValueError):
-        return DEFAULT_TCP_RETRIES2
 
 
 # --------------------------------------------------------------------------- helpers
@@ -316,7 +306,5 @@ def _why(call: str, pid: int, exc: OSError) -> str:
     return text
 
 
-def _as_path(proc: str):  # noqa: ANN202 - leaks takes a Path
-    from pathlib import Path
-
+def _as_path(proc: str) -> Path:
     return Path(proc)
