@@ -21,7 +21,7 @@ and ``tcp_write_timeout``), by what the client is doing when the peer dies:
   keepalive means never.
 - **in flight** (it wrote data the peer never acknowledges): keepalive is suspended;
   TCP_USER_TIMEOUT ends it, else the kernel's retransmissions (``tcp_retries2``, about
-  15 minutes at the default of 15).
+  15 minutes at the default of 15, which the bounds assume unless told otherwise).
 
 A read timeout (an application deadline), where it is known, bounds both.
 
