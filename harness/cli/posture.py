@@ -167,7 +167,7 @@ def _print_table(report: dict[str, Any]) -> None:
             {True: "yes", False: "no", None: "-"}[s["reuse"]],
             f"{s['gave_up_after_s']:g} s" if s["gave_up_after_s"] is not None else f"> {hold:g} s",
             _bound(s["known"], s["dead_peer_bound_s"], s["dead_peer_bound_by"], s["reason"]),
-            _bound(True, s["in_flight_bound_s"], s["in_flight_bound_by"], ""),
+            _bound(s["in_flight_known"], s["in_flight_bound_s"], s["in_flight_bound_by"], ""),
         )
     out = out_console()
     out.print(table)

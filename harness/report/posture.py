@@ -103,6 +103,7 @@ def probe_summary(healthy: Any, silent: Any, *, hold_s: float) -> dict[str, Any]
         "known": waiting.known,
         "in_flight_bound_s": in_flight.seconds,
         "in_flight_bound_by": in_flight.by,
+        "in_flight_known": in_flight.known,
         "gave_up_after_s": gave_up,
         "hold_s": hold_s,
         "reuse": _reused(healthy),

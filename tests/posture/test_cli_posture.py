@@ -38,6 +38,7 @@ def test_posture_rows_differ_for_targets_differing_only_in_keepalive(tmp_path, m
         assert s["reuse"] is None or isinstance(s["reuse"], bool)
     assert {c["keepalive"]["enabled"] for c in ka["connections"]} == {True}
     assert {c["keepalive"]["enabled"] for c in bare["connections"]} == {False}
+    assert ka["in_flight_known"] and ka["in_flight_bound_by"] == "read_timeout"
     assert ka["posture"].startswith("keepalive 20/5x8")
     assert bare["posture"].startswith("keepalive off")
 

@@ -89,3 +89,13 @@ def test_unknown_posture_is_shown_as_unknown():
     assert "keepalive unknown" in note and note.endswith("dead peer noticed: unknown")
     assert "off" not in note
     assert target_postures([result("y")]) == {}
+
+
+def test_probe_summary_of_a_target_with_no_sampled_connection_is_unknown_not_never():
+    from harness.report.posture import probe_summary
+
+    healthy = result("gateway-client", kind="ok")
+    silent = result("gateway-client")
+    s = probe_summary(healthy, silent, hold_s=10.0)
+    assert (s["known"], s["in_flight_known"]) == (False, False)
+    assert s["dead_peer_bound_s"] is None and s["posture"] == "unknown"
