@@ -36,6 +36,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import Any
 
 from harness.client.clock import Clock, MonotonicClock, Timer
 from harness.client.deadlines import Deadline, DeadlineState, describe_deadlines
@@ -71,6 +72,11 @@ class _Enforcer:
         self._cancelled = False
         #: (deadline, clock time it was acted on) for every fire, in order.
         self.fired: list[tuple[Deadline, float]] = []
+        self._setup()
+
+    def _setup(self) -> None:
+        """The driver's own state (a condition and a thread; a loop timer)."""
+        raise NotImplementedError
 
     def now(self) -> float:
         return self.clock.now()
@@ -98,10 +104,44 @@ class _Enforcer:
         self._wake()
 
     def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        raise NotImplementedError
+        """Arm the per-attempt deadlines; ``abort`` is called if one fires. It must
+        unblock the attempt's I/O and must not block."""
+        with self._guard():
+            token = AttemptToken(self.state.start_attempt(self.now()))
+            self._token, self._abort = token, abort
+            self._rearm()
+            return token
 
     def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        raise NotImplementedError
+        """Disarm the attempt; returns the deadline that retired it, if one did."""
+        with self._guard():
+            if self._token is token:
+                self.state.done(self.now())
+                self._token, self._abort = None, None
+                self._rearm()
+            return token.retired_by
+
+    def first_byte(self) -> None:
+        self._event(self.state.first_byte)
+
+    def content(self) -> None:
+        self._event(self.state.content)
+
+    def comment(self) -> None:
+        self._event(self.state.comment)
+
+    def next_deadline(self) -> Deadline | None:
+        with self._guard():
+            return self.state.next_deadline()
+
+    def expired(self) -> Deadline | None:
+        """The deadline that has passed by now, if any."""
+        with self._guard():
+            return self.state.expired(self.now())
+
+    def describe_now(self) -> str:
+        with self._guard():
+            return self.describe(self.state, self.now())
 
     def report(self, kind: str | None) -> None:
         """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet)."""
@@ -110,10 +150,19 @@ class _Enforcer:
         elif kind == "comment":
             self.comment()
 
-    def content(self) -> None:
+    def _event(self, apply: Callable[[float], bool]) -> None:
+        """Apply one event; re-arm only if the earliest deadline may have moved earlier
+        (the first activity); later deadlines are found on waking. O(1) per event."""
+        with self._guard():
+            if apply(self.now()):
+                self._rearm()
+
+    def _guard(self) -> contextlib.AbstractContextManager[Any]:
+        """What the state is read and changed under (the sync watchdog's condition)."""
         raise NotImplementedError
 
-    def comment(self) -> None:
+    def _rearm(self) -> None:
+        """The attempt or its deadlines changed: wait for (or time) the earliest one."""
         raise NotImplementedError
 
     def _wait_until(self, delay_s: float) -> float:
@@ -157,14 +206,7 @@ class Watchdog(_Enforcer):
     thread; the watchdog thread sleeps on a condition until the earliest deadline.
     """
 
-    def __init__(
-        self,
-        state: DeadlineState,
-        *,
-        clock: Clock | None = None,
-        describe: Callable[[DeadlineState, float], str] = describe_deadlines,
-    ) -> None:
-        super().__init__(state, clock=clock, describe=describe)
+    def _setup(self) -> None:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -201,49 +243,11 @@ class Watchdog(_Enforcer):
     def _wake(self) -> None:
         self._cond.notify_all()  # with the condition held (cancel)
 
-    # ------------------------------------------------------------------ events
+    def _guard(self) -> threading.Condition:
+        return self._cond
 
-    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        """Arm the per-attempt deadlines; ``abort`` is called (from the watchdog thread)
-        if one fires. It must unblock the attempt's I/O and must not block."""
-        with self._cond:
-            token = AttemptToken(self.state.start_attempt(self.clock.now()))
-            self._token, self._abort = token, abort
-            self._cond.notify_all()
-            return token
-
-    def first_byte(self) -> None:
-        self._event(self.state.first_byte)
-
-    def content(self) -> None:
-        self._event(self.state.content)
-
-    def comment(self) -> None:
-        self._event(self.state.comment)
-
-    def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        """Disarm the attempt; returns the deadline that retired it, if one did."""
-        with self._cond:
-            if self._token is token:
-                self.state.done(self.clock.now())
-                self._token, self._abort = None, None
-                self._cond.notify_all()
-            return token.retired_by
-
-    # ------------------------------------------------------------------ questions
-
-    def next_deadline(self) -> Deadline | None:
-        with self._cond:
-            return self.state.next_deadline()
-
-    def expired(self) -> Deadline | None:
-        """The deadline that has passed by now, if any (thread-safe)."""
-        with self._cond:
-            return self.state.expired(self.clock.now())
-
-    def describe_now(self) -> str:
-        with self._cond:
-            return self.describe(self.state, self.clock.now())
+    def _rearm(self) -> None:
+        self._cond.notify_all()  # the thread finds the new earliest deadline
 
     def wait(self, delay_s: float) -> bool:
         """Wait ``delay_s`` between attempts, never past the hard ceiling; a condition
@@ -253,13 +257,6 @@ class Watchdog(_Enforcer):
             while (over := self._wait_over(until)) is None:
                 self.clock.wait(self._cond, until)
             return over
-
-    def _event(self, apply: Callable[[float], bool]) -> None:
-        """Apply one event; wake the thread only if the earliest deadline may have moved
-        earlier (the first activity); later deadlines it finds on waking. O(1) per event."""
-        with self._cond:
-            if apply(self.clock.now()):
-                self._cond.notify_all()
 
     # ------------------------------------------------------------------ the thread
 
@@ -288,51 +285,10 @@ class AsyncWatchdog(_Enforcer):
     ``async def`` code exactly as in sync code.
     """
 
-    def __init__(
-        self,
-        state: DeadlineState,
-        *,
-        clock: Clock | None = None,
-        describe: Callable[[DeadlineState, float], str] = describe_deadlines,
-    ) -> None:
-        super().__init__(state, clock=clock, describe=describe)
+    def _setup(self) -> None:
         self._timer: Timer | None = None
         self._timer_at: float | None = None
         self._woken: asyncio.Event | None = None
-
-    def next_deadline(self) -> Deadline | None:
-        return self.state.next_deadline()
-
-    def expired(self) -> Deadline | None:
-        return self.state.expired(self.now())
-
-    def describe_now(self) -> str:
-        return self.describe(self.state, self.now())
-
-    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        token = AttemptToken(self.state.start_attempt(self.now()))
-        self._token, self._abort = token, abort
-        self._arm()
-        return token
-
-    def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        if self._token is token:
-            self.state.done(self.now())
-            self._token, self._abort = None, None
-            self._disarm()
-        return token.retired_by
-
-    def first_byte(self) -> None:
-        if self.state.first_byte(self.now()):
-            self._arm()
-
-    def content(self) -> None:
-        if self.state.content(self.now()):
-            self._arm()
-
-    def comment(self) -> None:
-        if self.state.comment(self.now()):
-            self._arm()
 
     async def wait(self, delay_s: float) -> bool:
         """Wait ``delay_s`` between attempts, never past the hard ceiling; one clock
@@ -352,6 +308,12 @@ class AsyncWatchdog(_Enforcer):
     def _wake(self) -> None:
         if self._woken is not None:
             self._woken.set()
+
+    def _guard(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()  # one thread: the loop's
+
+    def _rearm(self) -> None:
+        self._arm()
 
     def _arm(self) -> None:
         """Schedule the timer at the earliest deadline, unless it already wakes earlier."""
