@@ -111,7 +111,12 @@ def judge_case(
         time_scale=time_scale,
         ceiling_s=ceiling_s,
         elapsed_s=elapsed,
-        latency_s=detection_latency(observed.timeline, error_t),
+        latency_s=detection_latency(
+            observed.timeline,
+            error_t,
+            started_t=started_t,
+            request_starts=[float(getattr(r, "t_start", 0.0)) for r in records],
+        ),
         requests=len(records) if ran else None,
         max_requests=max_requests,
         leaks=observed.leaks,
