@@ -7,7 +7,9 @@ from typing import Any
 
 __all__ = [
     "VERDICT_STYLES",
+    "evidence_lines",
     "failed_checks",
+    "fmt_cause",
     "fmt_latency",
     "fmt_leaks",
     "fmt_seconds",
@@ -78,3 +80,16 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "safe": sum(1 for r in results if verdict(r) == "safe"),
         "fail": sum(1 for r in results if verdict(r) == "fail"),
     }
+
+
+def fmt_cause(result: Any) -> str:
+    """The exception chain behind an error outcome, one line: ``APIConnectionError:
+    Connection error. <- RuntimeError: Cannot send a request...`` (``""``: none)."""
+    chain = getattr(result, "chain", None) or ()
+    return " <- ".join(f"{c.get('type')}: {c.get('message')}".rstrip(": ") for c in chain)
+
+
+def evidence_lines(result: Any) -> list[str]:
+    """``check: evidence`` for each failed check (the check alone where none was kept)."""
+    evidence = getattr(result, "evidence", None) or {}
+    return [f"{c}: {evidence[c]}" if c in evidence else c for c in failed_checks(result)]

@@ -23,6 +23,7 @@ from rich.text import Text
 from harness.report.common import (
     VERDICT_STYLES,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_seconds,
     has_verdicts,
@@ -175,6 +176,9 @@ def render_console(
                     style="red",
                 )
             )
+            cause = fmt_cause(r)
+            if cause and cause not in r.message:
+                console.print(Text(f"    cause: {cause}", style="red"))
 
 
 def _outcome_cell(r: Any) -> Text:
@@ -218,6 +222,8 @@ def _requests_cell(r: Any) -> Text:
         else (str(r.requests) if r.max_requests is None else f"{r.requests}/{r.max_requests}")
     )
     text = Text(req, style="bold red" if r.over_budget else "")
+    if "accounting" in failed_checks(r):  # the client claims attempts the server never saw
+        text.append(f" (claims {r.attempts})", style="bold red")
     extra = getattr(r, "unaccounted_requests", 0)
     if extra:
         late = getattr(r, "late_requests", None)

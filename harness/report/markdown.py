@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.common import (
+    evidence_lines,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_seconds,
     has_verdicts,
@@ -82,6 +84,7 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 f"- **{r.scenario}** [{r.target}]: expected `{r.expected}`, got "
                 f"`{r.outcome.label}` (requests {r.requests}, leaks {fmt_leaks(r)}) {message}"
             )
+            lines += _cause_lines(r)
     failing = [r for r in results if verdict(r) == "fail"]
     if failing:
         lines += ["", "### Failing verdicts", ""]
@@ -90,6 +93,8 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 f"- **{r.scenario}** [{r.target}]: `{r.outcome.label}`, failed checks: "
                 + ", ".join(f"`{c}`" for c in failed_checks(r))
             )
+            lines += [f"  - {_md(line)}" for line in evidence_lines(r) if ": " in line]
+            lines += _cause_lines(r)
     return "\n".join(lines) + "\n"
 
 
@@ -105,3 +110,12 @@ def _verdict_cell(r: Any) -> str:
         return ""
     checks = failed_checks(r)
     return f"{VERDICT_MARKS.get(v, '')} {v}" + (f" ({', '.join(checks)})" if checks else "")
+
+
+def _cause_lines(r: Any) -> list[str]:
+    cause = fmt_cause(r)
+    return [f"  - cause: {_md(cause)}"] if cause else []
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -182,6 +182,14 @@ class EventLog:
         else:
             self.dropped += 1
 
+    def caught(self, exc: BaseException) -> None:
+        """Report an exception the client caught and turned into something else (an
+        error text returned as the reply, a wrapper of its own): its chain is the cause
+        the reports name (``details.caught``; the last one reported wins)."""
+        from harness.targets.protocol import describe_chain  # noqa: PLC0415 - stdlib-only
+
+        self.details["caught"] = describe_chain(exc)
+
 
 class Target(ABC):
     """One client stack under test. Instantiated once per child process."""
