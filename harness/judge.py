@@ -142,7 +142,7 @@ def judge_case(
         failed_checks=verdict.failed_checks,
         contract=contract_facts(contract, facts) if ran else {},
         evidence=evidence_for(contract, facts, verdict.failed_checks),
-        chain=cause_chain(report),
+        chain=cause_chain(report) if outcome.kind != "ok" else (),
         reply=reply_text(report),
     )
     return _with_match(result, expected, observed)

@@ -53,8 +53,12 @@ def cause_chain(
             {"type": str(report.get("error") or ""), "message": str(report.get("message") or "")}
         ]
         raw += [_from_text(c) for c in report.get("causes") or ()]
+    caught = list((report.get("details") or {}).get("caught") or ())
     if not raw:
-        raw = ((report.get("details") or {}).get("caught")) or ()
+        raw = caught
+    elif caught and caught[0] not in raw:
+        # a wrapper the target raised over what its client caught (hermes's HermesNoReply)
+        raw = [*raw, *({**c, "via": "caught"} if i == 0 else c for i, c in enumerate(caught))]
     out = []
     for item in list(raw)[:MAX_CHAIN]:
         if not isinstance(item, Mapping):
