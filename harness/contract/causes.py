@@ -13,7 +13,7 @@
 
 Pure functions over the target's report and the server's records and timeline.
 
-Not here: the child side (``harness.targets.protocol.describe_chain``), the checks
+Not here: the child side (``harness.targets.runtime.protocol.describe_chain``), the checks
 (``harness.contract.verdict``).
 """
 

@@ -14,7 +14,7 @@ from harness.report.markdown import render_markdown
 from harness.runner import RunSettings, run_case
 from harness.scenario import scenario_from_dict
 from harness.server import FaultServer
-from harness.targets.protocol import describe_chain
+from harness.targets.runtime.protocol import describe_chain
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 CLOSED = "Cannot send a request, as the client has been closed"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.targets.hermes_causes import watching
-from harness.targets.hermes_turns import protocol_result
+from harness.targets.hermes.in_venv.hermes_driver.causes import watching
+from harness.targets.hermes.in_venv.hermes_driver.turns import protocol_result
 
 CLOSED = "Cannot send a request, as the client has been closed."
 

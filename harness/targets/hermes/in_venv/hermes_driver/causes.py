@@ -1,6 +1,6 @@
 """What hermes caught and what it says it tried, per turn: the causes and claims.
 
-Runs inside hermes-agent's virtualenv (a sibling of ``hermes_turns``; stdlib and hermes
+Runs inside hermes-agent's virtualenv (a sibling of ``turns``; stdlib and hermes
 only). hermes catches the SDK's exception, logs a summary and hands back text ("API
 call failed after 3 retries: Connection error."), so the exception itself never
 reaches the caller: :func:`watching` sees it where hermes summarises it
@@ -9,7 +9,7 @@ record that carries one, and reads hermes's own claims from its log ("API call f
 after 3 retries", "API call failed (attempt 2/3)"). The runner compares those claims
 with the requests its server saw (the ``accounting`` check) and names the chain.
 
-Not here: running the turn (``hermes_turns``), judging the claim (``harness.contract``).
+Not here: running the turn (``turns``), judging the claim (``harness.contract``).
 """
 
 from __future__ import annotations
