@@ -56,3 +56,17 @@ class ClosedClientAgent(Target):
                     log.caught(wrapped)
                     log_.warning("API call failed (attempt %s/%s)", attempt, RETRIES)
         return f"API call failed after {RETRIES} retries: Connection error.", RETRIES
+
+
+class UninstalledTarget(Target):
+    """A target whose client is not installed here: the run stops before any case."""
+
+    name = "uninstalled"
+    install = "pip install uninstalled-client"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return "uninstalled-client is not installed in .cache/uninstalled-venv"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        raise AssertionError("a target that cannot run must never get a case")
