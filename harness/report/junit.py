@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.common import (
+    evidence_lines,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_seconds,
     fmt_verdict,
@@ -77,6 +79,8 @@ def render_junit(results: Sequence[Any]) -> str:
                 + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
                 f"requests: {r.requests} (client: {r.attempts}, after the call: "
                 f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
+                + "".join(f"\nevidence: {line}" for line in evidence_lines(r))
+                + (f"\ncause: {fmt_cause(r)}" if fmt_cause(r) else "")
             )
             if v == "fail":
                 err = ET.SubElement(case, "system-err")
