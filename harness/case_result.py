@@ -76,6 +76,13 @@ class CaseResult:
         speak): every report counts it apart, never as expected nor as a verdict."""
         return self.outcome.kind not in ("skipped", "not_applicable")
 
+    #: The client sockets' posture, one entry per connection (``harness.posture``).
+    posture: tuple[Mapping[str, Any], ...] = ()
+    #: Why posture could not be read at all (not Linux, no permission); "" when it was.
+    posture_unreadable: str = ""
+    #: The ``dead_peer_bound`` check with its evidence (None: not asked).
+    dead_peer: Mapping[str, Any] | None = None
+
     @property
     def unaccounted_requests(self) -> int:
         """Requests the client cannot account for: the server saw more than the client
@@ -130,6 +137,9 @@ class CaseResult:
             "evidence": dict(self.evidence),
             "chain": [dict(c) for c in self.chain],
             "reply": self.reply,
+            "posture": [dict(p) for p in self.posture],
+            "posture_unreadable": self.posture_unreadable or None,
+            "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
         }
 
     @classmethod
@@ -163,4 +173,7 @@ class CaseResult:
             evidence=dict(data.get("evidence") or {}),
             chain=tuple(dict(c) for c in data.get("chain") or ()),
             reply=data.get("reply"),
+            posture=tuple(data.get("posture") or ()),
+            posture_unreadable=data.get("posture_unreadable") or "",
+            dead_peer=data.get("dead_peer_bound"),
         )

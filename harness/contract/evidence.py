@@ -29,6 +29,7 @@ def applicable_checks(contract: Contract, facts: Facts) -> tuple[str, ...]:
         "alive_after": not contract.alive_after or facts.follow_up_ok is None,
         "no_leaks": not contract.no_leaks or facts.leaks is None,
         "accounting": facts.claimed_attempts is None or facts.wire_attempts is None,
+        "dead_peer_bound": facts.dead_peer is None,
     }
     return tuple(c for c in CHECKS if not off.get(c, False))
 
@@ -90,6 +91,9 @@ def _evidence(name: str, contract: Contract, facts: Facts) -> str:
         return f"{facts.leaks} thread(s)/socket(s) left open after the call"
     if name == "no_late_requests":
         return f"{facts.late_requests} request(s) after the call had returned"
+    if name == "dead_peer_bound" and facts.dead_peer is not None:
+        check = facts.dead_peer
+        return check.reason or f"no dead-peer bound within {check.limit_s:g} s ({check.mode})"
     if name == "accounting":
         wire = facts.wire_attempts
         return f"claims {facts.claimed_attempts} attempts, {wire} reached the wire" + (

@@ -23,6 +23,10 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     accounting              no more attempts claimed (counted or logged by the client)
                             than reached the server ("claims 3 attempts, 1 reached the
                             wire": retries the client says it made and never did)
+    dead_peer_bound         a silent/dead-peer fault: the posture read from the client's
+                            sockets notices a dead peer within the bound
+                            (``harness.contract.dead_peer``; not applicable -- not
+                            failed -- where the posture cannot be read)
 
 ``pass``: the complete reply and every check clean. ``safe``: a clean typed error where
 the contract allows one (``ideal = "reply_or_error"``), every check clean. ``fail``:
@@ -38,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from harness.contract.dead_peer import DeadPeerCheck
 from harness.contract.derive import Contract
 from harness.outcome import Outcome
 
@@ -70,6 +75,7 @@ CHECKS = (
     "no_leaks",
     "no_late_requests",
     "accounting",
+    "dead_peer_bound",
 )
 #: Error classes that say the client (or its target) broke, not that it reported a fault.
 UNCLEAN_ERRORS = frozenset(
@@ -113,6 +119,8 @@ class Facts:
     #: Attempts that reached the server (``harness.contract.causes.wire_attempts``);
     #: None where a network path may keep an attempt off the server (relay, proxy, kernel).
     wire_attempts: int | None = None
+    #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
+    dead_peer: DeadPeerCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,7 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
             or facts.wire_attempts is None
             or facts.claimed_attempts <= facts.wire_attempts,
         ),
+        ("dead_peer_bound", facts.dead_peer is None or not facts.dead_peer.failed),
     ]
 
 

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from harness.outcome import FAULT_KINDS
 from harness.report.common import evidence_lines, fmt_cause, fmt_verdict
+from harness.report.posture import connection_lines
 
 __all__ = ["relay_story", "render_timeline", "timeline_rows", "verdict_story"]
 
@@ -114,6 +115,10 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         console.print(Text(RELAY_LEGEND, style="dim"))
         for line in story:
             console.print(Text(line, style="bold"))
+    for line in connection_lines(result):  # the sockets as they were, beside a hung stack
+        console.print(
+            Text(f"posture: {line}", style="bold" if result.outcome.kind == "hung" else "")
+        )
     if result.message:
         console.print(Text(result.message, style="dim"))
     for line in verdict_story(result):
