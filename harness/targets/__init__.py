@@ -45,6 +45,7 @@ TARGETS: dict[str, str] = {
     "reference": "harness.targets.reference:ReferenceTarget",
     "openai-sdk": "harness.targets.openai_sdk:OpenAISDKTarget",
     "hermes": "harness.targets.hermes:HermesTarget",
+    "hermes+guard": "harness.targets.hermes_guard:HermesGuardTarget",
     "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
     "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
     "anthropic-sdk": "harness.targets.anthropic_sdk:AnthropicSDKTarget",

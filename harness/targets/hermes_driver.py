@@ -16,6 +16,7 @@ Usage::
 
     python -I hermes_driver.py SPEC.json   # or "-": one spec in, one JSON line out
     python -I hermes_driver.py --child     # the runner's child protocol (see below)
+    python -I hermes_driver.py --child --guard   # the same, hermes on harness.guard
 
 ``--child`` speaks the JSON-lines protocol of :mod:`harness.targets.base` on stdout
 (ready / run / started / result / exit), so the runner starts this script as the
@@ -109,10 +110,10 @@ def main(argv: list[str]) -> int:
     # Keep the real stdout for our one result line; hermes prints spinners and
     # status lines to stdout, so fd 1 is pointed at stderr for the rest of the run.
     result_out = protocol.claim_stdout()
-    if argv[1:] == ["--child"]:
+    if argv[1:] in (["--child"], ["--child", "--guard"]):
         home = tempfile.mkdtemp(prefix="hermes-home-")
         try:
-            return _child(result_out, home)
+            return _child(result_out, home, guard="--guard" in argv)
         finally:
             shutil.rmtree(home, ignore_errors=True)
     t_start = time.monotonic()
@@ -136,16 +137,25 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _child(proto: TextIO, home: str) -> int:
+def _child(proto: TextIO, home: str, *, guard: bool = False) -> int:
     """The runner's child protocol: prepare, ``ready``, jobs until ``exit``.
 
     Each job starts from the state the warm-up left (``hermes_fresh.Baseline``), so a
     reused child answers it as a fresh one would; a job after which that cannot be
-    vouched for declines reuse (the child then exits after it)."""
+    vouched for declines reuse (the child then exits after it). With ``guard``
+    (``hermes+guard``), hermes's clients are built on ``harness.guard`` through its
+    ``HERMES_HTTP_CLIENT_FACTORY`` hook (``hermes_guard_hook``), with each job's deadlines."""
     protocol, spec_mod, turns, fresh = (
         _sibling(n) for n in ("protocol", "hermes_spec", "hermes_turns", "hermes_fresh")
     )
+    missing = _sibling("hermes_deps").missing_line()
+    if missing is not None:  # hermes would pip-install it mid-case: refuse, in one line
+        protocol.send(proto, {"event": "fatal", "error": "HermesWouldInstall", "message": missing})
+        return 1
+    hook = _sibling("hermes_guard_hook") if guard else None
     try:
+        if hook is not None:
+            hook.install()  # before the warm-up: the guard's imports are in the baseline
         turns.prepare_home(home, {})
         os.environ["HERMES_HOME"] = home
         turns.warm_up()
@@ -160,6 +170,8 @@ def _child(proto: TextIO, home: str) -> int:
         except (spec_mod.SpecError, ValueError, KeyError, TypeError) as exc:
             return {"status": "skipped", "message": str(exc)}
         baseline.restore()
+        if hook is not None:
+            hook.configure(spec["settings"], spec["time_scale"])
         turns.prepare_home(home, spec["config"])
         os.environ.update(spec["env"])
         events: list[list[Any]] = []
