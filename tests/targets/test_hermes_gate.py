@@ -22,8 +22,7 @@ import pytest
 from harness.environment import scrubbed
 from harness.targets.hermes import DRIVER_PATH
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hermes_builds import hermes_variant  # noqa: E402
+from .hermes_builds import hermes_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(sys.executable).with_name("harness")

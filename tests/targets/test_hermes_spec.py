@@ -84,10 +84,23 @@ def test_a_checkout_is_stamped_by_commit_and_uncommitted_changes(tmp_path):
     assert _run_step(str(repo))[2] not in (first, edited)  # so does a new commit
 
 
-def test_the_workflow_builds_hermes_from_the_pull_request_and_posts_the_summary():
+def test_the_workflow_runs_base_and_head_hermes_and_posts_their_diff():
     text = WORKFLOW.read_text()
     assert "HARNESS_HERMES_SPEC: ${{ github.workspace }}/hermes-agent" in text
-    assert "bash harness/ci/setup" in text
-    assert re.search(r"harness run -t hermes .*--markdown reports/hermes-gate.md", text, re.S)
+    assert "HARNESS_HERMES_SPEC: ${{ github.workspace }}/hermes-base" in text
+    assert "ref: ${{ github.event.pull_request.base.sha }}" in text
+    assert "HARNESS_HERMES_VENV: .cache/hermes-base-venv" in text
+    assert text.count("bash harness/ci/setup") == 2
+    assert re.search(
+        r"HARNESS_HERMES_PYTHON=.cache/hermes-base-venv/bin/python \\\s*"
+        r"\.venv/bin/harness run -t hermes -q --json reports/base.json",
+        text,
+    )
+    assert re.search(r"harness run -t hermes -q \\\s*--json reports/head.json", text)
+    assert re.search(
+        r"harness report diff reports/base.json reports/head.json .*--markdown reports/hermes-gate.md",
+        text,
+        re.S,
+    )
     assert 'cat "$report" >> "$GITHUB_STEP_SUMMARY"' in text
     assert "gh pr comment" in text
