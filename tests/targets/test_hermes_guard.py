@@ -15,9 +15,9 @@ import pytest
 
 from harness.environment import scrubbed
 from harness.guard import GuardTransport
-from harness.targets import hermes_guard_hook as hook
+from harness.targets.hermes.in_venv.hermes_driver import guard_hook as hook
 from harness.targets import load_target
-from harness.targets.hermes_guard import (
+from harness.targets.hermes.guard import (
     DEFAULT_GUARD_PYTHON,
     PATCH_PATH,
     HermesGuardTarget,
@@ -81,7 +81,7 @@ def test_the_target_command_runs_the_driver_in_guard_mode():
         pytest.skip(guard_unavailable_reason())
     command = HermesGuardTarget.command()
     assert command[0] == str(DEFAULT_GUARD_PYTHON) and command[-2:] == ["--child", "--guard"]
-    assert Path(command[2]).name == "hermes_driver.py"
+    assert Path(command[2]).name == "in_venv"
 
 
 @pytest.mark.timeout(600)
