@@ -15,7 +15,6 @@ import pytest
 
 from harness.environment import scrubbed
 from harness.guard import GuardTransport
-from harness.targets.hermes.in_venv.hermes_driver import guard_hook as hook
 from harness.targets import load_target
 from harness.targets.hermes.guard import (
     DEFAULT_GUARD_PYTHON,
@@ -23,6 +22,7 @@ from harness.targets.hermes.guard import (
     HermesGuardTarget,
     guard_unavailable_reason,
 )
+from harness.targets.hermes.in_venv.hermes_driver import guard_hook as hook
 
 from .hermes_builds import hermes_site_packages
 
