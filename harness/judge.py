@@ -24,6 +24,9 @@ from typing import Any
 
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
+from harness.contract.causes import cause_chain, reply_text, wire_attempts
+from harness.contract.dead_peer import judge_dead_peer
+from harness.contract.evidence import contract_facts, evidence_for
 from harness.leaks import Leaks
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
@@ -52,6 +55,8 @@ class Observed:
     stacks: str = ""
     #: The case did not run for a reason CI must not accept (a tier CI requires).
     not_run_is_mismatch: bool = False
+    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
+    posture: Any = None
 
 
 def judge_case(
@@ -86,22 +91,31 @@ def judge_case(
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
-    verdict = judge(
-        contract,
-        Facts(
-            outcome=outcome,
-            time_scale=time_scale,
-            ceiling_s=ceiling_s,
-            elapsed_s=elapsed,
-            requests=len(records) if ran else None,
-            request_log=[
-                (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
-            ],
-            leaks=None if observed.leaks is None else observed.leaks.total,
-            late_requests=late,
-            follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
+    attempts = _client_attempts(report, calls=scenario.request.calls)
+    dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
+    facts = Facts(
+        outcome=outcome,
+        time_scale=time_scale,
+        ceiling_s=ceiling_s,
+        elapsed_s=elapsed,
+        requests=len(records) if ran else None,
+        request_log=[
+            (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
+        ],
+        leaks=None if observed.leaks is None else observed.leaks.total,
+        late_requests=late,
+        follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
+        dead_peer=dead_peer,
+        claimed_attempts=attempts if ran else None,
+        # only where every attempt meets the server itself: a relay, proxy or kernel
+        # path can keep one off its wire
+        wire_attempts=(
+            wire_attempts(records, observed.timeline)
+            if ran and scenario.backend == "server"
+            else None
         ),
     )
+    verdict = judge(contract, facts)
     result = CaseResult(
         scenario=scenario.name,
         target=target,
@@ -111,11 +125,16 @@ def judge_case(
         time_scale=time_scale,
         ceiling_s=ceiling_s,
         elapsed_s=elapsed,
-        latency_s=detection_latency(observed.timeline, error_t),
+        latency_s=detection_latency(
+            observed.timeline,
+            error_t,
+            started_t=started_t,
+            request_starts=[float(getattr(r, "t_start", 0.0)) for r in records],
+        ),
         requests=len(records) if ran else None,
         max_requests=max_requests,
         leaks=observed.leaks,
-        attempts=_client_attempts(report, calls=scenario.request.calls),
+        attempts=attempts,
         late_requests=late,
         finish_reason=(report or {}).get("finish_reason"),
         message=_message(report, outcome) + (f"\n{observed.stacks}" if observed.stacks else ""),
@@ -126,6 +145,13 @@ def judge_case(
         details=dict((report or {}).get("details") or {}),
         verdict=verdict.verdict,
         failed_checks=verdict.failed_checks,
+        contract=contract_facts(contract, facts) if ran else {},
+        evidence=evidence_for(contract, facts, verdict.failed_checks),
+        chain=cause_chain(report) if outcome.kind != "ok" else (),
+        reply=reply_text(report),
+        posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
+        posture_unreadable=_unreadable(observed.posture),
+        dead_peer=None if dead_peer is None else dead_peer.to_dict(),
     )
     return _with_match(result, expected, observed)
 
@@ -139,6 +165,11 @@ def _with_match(result: CaseResult, expected: Expected | None, observed: Observe
     if expected is None:  # nothing to regress against: the verdict alone judges it
         return replace(result, matched=True)
     return replace(result, matched=expected.matches(result.outcome) and not result.over_budget)
+
+
+def _unreadable(posture: Any) -> str:
+    """Why the case's posture could not be read ("" when it was, or was never tried)."""
+    return "" if posture is None or posture.readable else str(posture.reason)
 
 
 def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[Any]) -> Outcome:

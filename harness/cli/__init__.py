@@ -15,6 +15,7 @@
     harness bench server|watchdog|netem|proxy|guard [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
     harness report diff BASE.json HEAD.json [--fail-on G] [--json F] [--markdown F]
+    harness posture -t T [-t T2 ...] [--hold-s S] [--json F]   (socket posture per target)
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,
 2 on a usage or input error (bad scenario file, unknown target, bad option, a report
@@ -61,6 +62,7 @@ COMMAND_MODULES = (
     "harness.cli.scorecard",
     "harness.cli.tools",
     "harness.cli.reports",
+    "harness.cli.posture",
 )
 
 # Kept for callers of the former single-module CLI.
