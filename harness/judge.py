@@ -19,12 +19,12 @@ or the contract rules (``harness.contract``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
-from harness.leaks import Leaks
+from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
 
@@ -35,23 +35,6 @@ LLM_APIS = ("chat", "responses", "messages")
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
 NO_FALSE_KILL_TAG = "no-false-kill"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Observed:
-    """What the runner saw of one case (or, for a case never run, why not)."""
-
-    #: The target's result message; None: no result before the outer ceiling.
-    report: Mapping[str, Any] | None
-    #: The server's request records (every path; only LLM calls are counted).
-    records: Sequence[Any] = ()
-    timeline: Sequence[Mapping[str, Any]] = ()
-    leaks: Leaks | None = None
-    started_t: float | None = None
-    #: Where a hung target's threads were stuck (``--dump-stacks``).
-    stacks: str = ""
-    #: The case did not run for a reason CI must not accept (a tier CI requires).
-    not_run_is_mismatch: bool = False
 
 
 def judge_case(
