@@ -7,7 +7,9 @@ Toxiproxy or a kernel namespace when the scenario says so), a target child proce
 the runner waits for its result until the **outer ceiling** counted from the child's
 ``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
 before ``ready`` and never count against the case. A child that has not answered by
-then is killed (the case is ``hung``). Then the child's leaks are read from /proc
+then is killed (the case is ``hung``). While it runs, the posture of its client sockets
+is sampled (``harness.posture``: at each request the server reads, at each fault, and
+once more at the end, before a hung child is killed). Then the child's leaks are read from /proc
 (descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
 request records and timeline.
 
@@ -31,6 +33,7 @@ from harness import children
 from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, snapshot
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
+from harness.posture import Posture, sampling
 from harness.scenario import Scenario
 from harness.targets.base import Job
 from harness.targets.runtime.process import ChildFailed, TargetProcess
@@ -57,6 +60,8 @@ class Observed:
     stacks: str = ""
     #: The case did not run for a reason CI must not accept (a tier CI requires).
     not_run_is_mismatch: bool = False
+    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
+    posture: Any = None
 
 
 def observe_case(
@@ -110,6 +115,7 @@ def _run_in_child(
     stacks = ""
     leaks: Leaks | None = None
     started_t: float | None = None
+    posture: Posture | None = None
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
@@ -117,14 +123,17 @@ def _run_in_child(
         baseline = snapshot(child.pid)
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
-        net.arm(timeout=plan.ceiling_s)
-        child.run(job.to_dict())
-        first = child.wait_started(time.monotonic() + CHILD_START_S)
-        if first.get("event") == "result":
-            report = first
-        else:
-            started_t = float(first["t"])
-            report = child.wait_result(started_t + plan.ceiling_s)
+        with sampling(child.pid, net.server, net.base_url) as sampler:
+            net.arm(timeout=plan.ceiling_s)
+            child.run(job.to_dict())
+            first = child.wait_started(time.monotonic() + CHILD_START_S)
+            if first.get("event") == "result":
+                report = first
+            else:
+                started_t = float(first["t"])
+                report = child.wait_result(started_t + plan.ceiling_s)
+            sampler.sample("end")  # a hung call's held connection, before the kill
+        posture = sampler.result()
         if report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
             child.kill()
@@ -151,6 +160,7 @@ def _run_in_child(
         leaks=leaks,
         started_t=started_t,
         stacks=stacks,
+        posture=posture,
     )
     return observed, reusable
 
