@@ -19,7 +19,7 @@ or the contract rules (``harness.contract``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harness.case_result import CaseResult
@@ -27,7 +27,7 @@ from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
-from harness.leaks import Leaks
+from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
 from harness.vocab.apis import APIS
@@ -37,25 +37,6 @@ __all__ = ["NO_FALSE_KILL_TAG", "Observed", "judge_case"]
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
 NO_FALSE_KILL_TAG = "no-false-kill"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Observed:
-    """What the runner saw of one case (or, for a case never run, why not)."""
-
-    #: The target's result message; None: no result before the outer ceiling.
-    report: Mapping[str, Any] | None
-    #: The server's request records (every path; only LLM calls are counted).
-    records: Sequence[Any] = ()
-    timeline: Sequence[Mapping[str, Any]] = ()
-    leaks: Leaks | None = None
-    started_t: float | None = None
-    #: Where a hung target's threads were stuck (``--dump-stacks``).
-    stacks: str = ""
-    #: The case did not run for a reason CI must not accept (a tier CI requires).
-    not_run_is_mismatch: bool = False
-    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
-    posture: Any = None
 
 
 def judge_case(

@@ -249,7 +249,7 @@ def _target_floors(results: Sequence[Any]) -> dict[str, float]:
     floors: dict[str, float] = {}
     for target in {r.target for r in results}:
         try:
-            floor = float(getattr(load_target(target), "min_time_scale", 0.0) or 0.0)
+            floor = float(load_target(target).min_time_scale)
         except (ImportError, AttributeError, ValueError):
             continue  # a result from another machine's target: nothing to say
         if floor > 0:

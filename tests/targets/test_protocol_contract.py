@@ -196,8 +196,11 @@ def test_modules_hermes_runs_import_only_the_stdlib_and_each_other(path: Path) -
     module = path.name
     tree = ast.parse(path.read_text())
     siblings = {p.stem for p in (IN_VENV / "hermes_driver").glob("*.py")} | {"protocol"}
-    allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent", "tools"}  # hermes
+    allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent", "tools", "agent"}  # hermes
     allowed |= {"hermes_driver"} if path.parent == IN_VENV else set()
+    # hermes+guard's hook imports the guard inside its functions, after install() put the
+    # harness source root at the end of sys.path (see its docstring)
+    allowed |= {"harness"} if module == "guard_hook.py" else set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.targets import COMMAND_PREFIX
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 from harness.vocab.apis import APIS
 
 __all__ = [
@@ -162,12 +162,10 @@ class CommandTarget(Target):
         self._guardian.stdout.close()
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        texts: list[str] = []
-        for i in range(job.calls):
-            if i > 0:
-                pause_between_calls(job, log)
-            log.mark("call", f"{i + 1} of {job.calls}: {Path(self.path).name}")
-            texts.append(self._run_once(job, log))
+        # no rebuild: every call is a new process of the program
+        texts = run_calls(
+            job, log, lambda: self._run_once(job, log), label=f": {Path(self.path).name}"
+        )
         return CallResult(text=texts[-1], texts=tuple(texts), attempts=None)
 
     def _run_once(self, job: Job, log: EventLog) -> str:
