@@ -59,6 +59,14 @@ class CaseResult:
     verdict: str = "fail"
     #: The contract checks this case failed (``harness.contract.CHECKS`` names).
     failed_checks: tuple[str, ...] = ()
+    #: ``--repeat N`` (``harness.repeats``): ``runs``, ``matched`` runs, and how often each
+    #: outcome label and verdict came out; None: the case ran once.
+    repeats: Mapping[str, Any] | None = None
+
+    @property
+    def flaky(self) -> bool:
+        """True when repeated runs of this case gave more than one verdict."""
+        return len((self.repeats or {}).get("verdicts") or ()) > 1
 
     @property
     def unaccounted_requests(self) -> int:
@@ -110,6 +118,8 @@ class CaseResult:
             "details": dict(self.details),
             "verdict": self.verdict,
             "failed_checks": list(self.failed_checks),
+            "repeats": None if self.repeats is None else dict(self.repeats),
+            "flaky": self.flaky,
         }
 
     @classmethod
@@ -139,4 +149,5 @@ class CaseResult:
             details=dict(data.get("details") or {}),
             verdict=data.get("verdict", "fail"),
             failed_checks=tuple(data.get("failed_checks") or ()),
+            repeats=data.get("repeats"),
         )

@@ -10,6 +10,7 @@ __all__ = [
     "failed_checks",
     "fmt_latency",
     "fmt_leaks",
+    "fmt_repeats",
     "fmt_seconds",
     "fmt_verdict",
     "has_verdicts",
@@ -57,14 +58,28 @@ def fmt_verdict(result: Any) -> str:
     if v is None:
         return "-"
     checks = failed_checks(result)
-    return f"{v} ({', '.join(checks)})" if checks else v
+    text = f"{v} ({', '.join(checks)})" if checks else v
+    return f"{text} [{fmt_repeats(result)}]" if getattr(result, "flaky", False) else text
+
+
+def fmt_repeats(result: Any) -> str:
+    """``flaky: 3 pass, 1 fail of 4 runs; ok 3, false_kill 1`` (a case whose verdict varied
+    under ``--repeat``), ``4 runs: ok 4`` for a steady one; ``""`` for a case run once."""
+    repeats = getattr(result, "repeats", None)
+    if not repeats:
+        return ""
+    outcomes = ", ".join(f"{k} {n}" for k, n in repeats["outcomes"].items())
+    if not getattr(result, "flaky", False):
+        return f"{repeats['runs']} runs: {outcomes}"
+    verdicts = ", ".join(f"{n} {k}" for k, n in repeats["verdicts"].items())
+    return f"flaky: {verdicts} of {repeats['runs']} runs; {outcomes}"
 
 
 def summary_counts(results: Sequence[Any]) -> dict[str, int]:
     """cases, matched, mismatched, leaky (cases with any leak), not_applicable (never run:
     the target does not speak the scenario's API), unaccounted (cases where the server saw
-    requests the client does not account for), and per contract verdict ``pass``,
-    ``safe``, ``fail``."""
+    requests the client does not account for), per contract verdict ``pass``, ``safe``,
+    ``fail``, and ``flaky`` (cases whose verdict varied under ``--repeat``)."""
     return {
         "cases": len(results),
         "not_applicable": sum(1 for r in results if r.outcome.kind == "not_applicable"),
@@ -77,4 +92,5 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "pass": sum(1 for r in results if verdict(r) == "pass"),
         "safe": sum(1 for r in results if verdict(r) == "safe"),
         "fail": sum(1 for r in results if verdict(r) == "fail"),
+        "flaky": sum(1 for r in results if getattr(r, "flaky", False)),
     }

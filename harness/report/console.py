@@ -24,6 +24,7 @@ from harness.report.common import (
     VERDICT_STYLES,
     failed_checks,
     fmt_leaks,
+    fmt_repeats,
     fmt_seconds,
     has_verdicts,
     summary_counts,
@@ -85,6 +86,10 @@ def verdict_cell(r: Any) -> Text:
     checks = failed_checks(r)
     if checks:
         text.append("\n" + ", ".join(checks), style="red")
+    if getattr(r, "flaky", False):
+        text.append("\n" + fmt_repeats(r), style="bold magenta")
+    elif len((getattr(r, "repeats", None) or {}).get("outcomes") or ()) > 1:
+        text.append("\n" + fmt_repeats(r), style="dim")  # outcomes varied, the verdict not
     return text
 
 
@@ -129,6 +134,16 @@ def render_console(
                 style="dim",
             )
         )
+    runs = {r.repeats["runs"] for r in results if getattr(r, "repeats", None)}
+    if runs:
+        console.print(
+            Text(
+                f"--repeat: every case ran {'/'.join(str(n) for n in sorted(runs))} times; "
+                "flaky = its verdict varied between runs (the run shown is the first "
+                "mismatched or failing one)",
+                style="dim",
+            )
+        )
     if counts["not_applicable"]:
         console.print(
             Text(
@@ -163,6 +178,8 @@ def render_console(
         line.append(f"{counts['safe']} safe", style="yellow")
         line.append(", ")
         line.append(f"{counts['fail']} fail", style="bold red" if counts["fail"] else "")
+        if counts["flaky"]:
+            line.append(f", {counts['flaky']} flaky", style="bold magenta")
         line.append(" (the expectation, not the verdict, decides the exit status)", style="dim")
         console.print(line)
     for r in results:

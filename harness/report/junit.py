@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import failed_checks, fmt_leaks, fmt_seconds, fmt_verdict, verdict
+from harness.report.common import (
+    failed_checks,
+    fmt_leaks,
+    fmt_repeats,
+    fmt_seconds,
+    fmt_verdict,
+    verdict,
+)
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -51,6 +58,8 @@ def render_junit(results: Sequence[Any]) -> str:
                 ET.SubElement(
                     props, "property", name="failed_checks", value=",".join(failed_checks(r))
                 )
+                if getattr(r, "flaky", False):
+                    ET.SubElement(props, "property", name="flaky", value=fmt_repeats(r))
             if r.matched and r.outcome.kind == "not_applicable":
                 ET.SubElement(case, "skipped", message=f"not applicable: {r.message}")
             if not r.matched:

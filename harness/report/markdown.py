@@ -12,6 +12,7 @@ from typing import Any
 from harness.report.common import (
     failed_checks,
     fmt_leaks,
+    fmt_repeats,
     fmt_seconds,
     has_verdicts,
     summary_counts,
@@ -48,7 +49,8 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     ]
     if verdicts:
         lines.append(
-            f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail."
+            f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail"
+            + (f", {counts['flaky']} flaky." if counts["flaky"] else ".")
         )
     lines += [
         "",
@@ -104,4 +106,5 @@ def _verdict_cell(r: Any) -> str:
     if v is None:
         return ""
     checks = failed_checks(r)
-    return f"{VERDICT_MARKS.get(v, '')} {v}" + (f" ({', '.join(checks)})" if checks else "")
+    cell = f"{VERDICT_MARKS.get(v, '')} {v}" + (f" ({', '.join(checks)})" if checks else "")
+    return cell + (f" **{fmt_repeats(r)}**" if getattr(r, "flaky", False) else "")
