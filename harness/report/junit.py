@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.common import (
+    evidence_lines,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_repeats,
     fmt_seconds,
     fmt_verdict,
+    ran,
     verdict,
 )
 
@@ -39,7 +42,7 @@ def render_junit(results: Sequence[Any]) -> str:
             name=f"transport.{target}",
             tests=str(len(cases)),
             failures=str(sum(1 for r in cases if not r.matched)),
-            skipped=str(sum(1 for r in cases if r.matched and r.outcome.kind == "not_applicable")),
+            skipped=str(sum(1 for r in cases if r.matched and not ran(r))),
             errors="0",
             time=f"{sum(r.elapsed_s or 0 for r in cases):.3f}",
         )
@@ -60,8 +63,10 @@ def render_junit(results: Sequence[Any]) -> str:
                 )
                 if getattr(r, "flaky", False):
                     ET.SubElement(props, "property", name="flaky", value=fmt_repeats(r))
-            if r.matched and r.outcome.kind == "not_applicable":
-                ET.SubElement(case, "skipped", message=f"not applicable: {r.message}")
+            if r.matched and not ran(r):
+                ET.SubElement(
+                    case, "skipped", message=f"{r.outcome.kind.replace('_', ' ')}: {r.message}"
+                )
             if not r.matched:
                 fail = ET.SubElement(
                     case,
@@ -77,6 +82,8 @@ def render_junit(results: Sequence[Any]) -> str:
                 + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
                 f"requests: {r.requests} (client: {r.attempts}, after the call: "
                 f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
+                + "".join(f"\nevidence: {line}" for line in evidence_lines(r))
+                + (f"\ncause: {fmt_cause(r)}" if fmt_cause(r) else "")
             )
             if v == "fail":
                 err = ET.SubElement(case, "system-err")
