@@ -82,6 +82,14 @@ class CaseResult:
     posture_unreadable: str = ""
     #: The ``dead_peer_bound`` check with its evidence (None: not asked).
     dead_peer: Mapping[str, Any] | None = None
+    #: ``--repeat N`` (``harness.repeats``): ``runs``, ``matched`` runs, and how often each
+    #: outcome label and verdict came out; None: the case ran once.
+    repeats: Mapping[str, Any] | None = None
+
+    @property
+    def flaky(self) -> bool:
+        """True when repeated runs of this case gave more than one verdict."""
+        return len((self.repeats or {}).get("verdicts") or ()) > 1
 
     @property
     def unaccounted_requests(self) -> int:
@@ -140,6 +148,8 @@ class CaseResult:
             "posture": [dict(p) for p in self.posture],
             "posture_unreadable": self.posture_unreadable or None,
             "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
+            "repeats": None if self.repeats is None else dict(self.repeats),
+            "flaky": self.flaky,
         }
 
     @classmethod
@@ -176,4 +186,5 @@ class CaseResult:
             posture=tuple(data.get("posture") or ()),
             posture_unreadable=data.get("posture_unreadable") or "",
             dead_peer=data.get("dead_peer_bound"),
+            repeats=data.get("repeats"),
         )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,7 +198,15 @@ def expectation_text(outcome: Outcome) -> str | None:
 
 def render_overlay(target: str, results: Iterable[Any]) -> str:
     """The overlay TOML for ``target`` from a run's ``CaseResult`` list (its other
-    targets' results are left out)."""
+    targets' results are left out). A case run several times (``--repeat``) whose runs
+    came out differently gets the outcomes actually seen as alternatives, the most
+    frequent first, with the counts in a comment: ``"ok|false_kill"  # 3/4 ok, 1/4
+    false_kill``."""
+    seen: dict[str, list[str]] = {}
+    for result in results:
+        text = expectation_text(result.outcome) if result.target == target else None
+        if text is not None:
+            seen.setdefault(result.scenario, []).append(text)
     lines = [
         "# Expectations overlay written by `harness run --write-expectations`: what this",
         "# target did; gate on it with `harness run -t TARGET --expectations FILE`.",
@@ -205,11 +214,27 @@ def render_overlay(target: str, results: Iterable[Any]) -> str:
         "",
         "[expected]",
     ]
-    for result in sorted(results, key=lambda r: r.scenario):
-        text = expectation_text(result.outcome) if result.target == target else None
-        if text is not None:
-            lines.append(f"{result.scenario} = {json.dumps(text)}")
+    for scenario in sorted(seen):
+        texts = seen[scenario]
+        counts = Counter(texts).most_common()
+        line = f"{scenario} = {json.dumps(_alternatives([t for t, _ in counts]))}"
+        if len(texts) > 1:
+            runs = len(texts)
+            line += "  # " + ", ".join(f"{n}/{runs} {t}" for t, n in counts)
+        lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def _alternatives(texts: Sequence[str]) -> str:
+    """One expectation matching each of ``texts``: ``error:A|B`` when all are errors
+    (the error-class syntax), else the outcomes joined (``ok|error:A``; an error text
+    first would read as error classes, so the others lead)."""
+    if len(texts) == 1:
+        return texts[0]
+    errors = [t for t in texts if t.startswith("error:")]
+    if len(errors) == len(texts):
+        return "error:" + "|".join(t.split(":", 1)[1] for t in errors)
+    return "|".join([t for t in texts if not t.startswith("error:")] + errors)
 
 
 def write_overlay(path: str | Path, target: str, results: Iterable[Any]) -> None:

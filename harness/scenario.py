@@ -172,7 +172,8 @@ class WatchdogSpec(_Model):
 
 
 class Budget(_Model):
-    """Optional limits checked by the runner next to the outcome.
+    """Optional limits checked by the runner next to the outcome: part of each target's
+    regression gate (the contract derives its own request budget from the fault).
 
     ``max_requests`` is the most LLM API requests the server may see for one case;
     ``max_requests_for`` overrides it per target (the expectation key), e.g. for an agent

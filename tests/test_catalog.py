@@ -1,7 +1,8 @@
 """The catalog as tests: one test per scenario x target, at a fast time scale.
 
 All selected cases run once, in parallel (``run_cases``), in a module fixture; each test
-then asserts its own case. So ``-k chat_mid_stream_stall`` runs just that case, and the
+then asserts its own case (and, for the reference stack, that its contract verdict is
+pass or safe: the witness that every contract can be met). So ``-k chat_mid_stream_stall`` runs just that case, and the
 whole catalog costs one parallel run instead of 70 sequential child processes.
 
 Under pytest-xdist every worker collects every item, so the fixture would run the whole
@@ -57,3 +58,10 @@ def test_catalog_case(case_id, catalog_results):
     )
     if result.target == "reference":
         assert result.leaks is not None and result.leaks.total == 0, f"leaks: {result.leaks}"
+        # The reference stack is every contract's witness: no contract asks what no
+        # client can do (a case that did not run here witnesses nothing).
+        if result.outcome.kind != "skipped":
+            assert result.verdict in ("pass", "safe"), (
+                f"the reference stack fails its own contract: {result.verdict} "
+                f"{', '.join(result.failed_checks)}: {result.message}"
+            )

@@ -8,7 +8,7 @@ import pytest
 
 from harness.contract import CHECKS, Facts, Verdict, contract_for, judge
 from harness.contract.evidence import contract_facts, evidence_for
-from harness.outcome import Outcome
+from harness.outcome import Expected, Outcome
 from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
 
 OK = Outcome("ok")
@@ -91,18 +91,65 @@ def test_retry_sooner_than_retry_after_fails():
     )
     assert c.retry_after_s == 2.0
     first = "Status@request(code=429, retry_after_s=1.0)"
-    # time_scale 0.5: the server sends "Retry-After: 1" (whole seconds of the scaled 1.0 s)
+    # time_scale 0.5: the server asks for the scaled 1.0 s (retry-after-ms: 1000)
     early = facts(time_scale=0.5, requests=2, request_log=[(10.0, first), (10.5, None)])
     late = facts(time_scale=0.5, requests=2, request_log=[(10.0, first), (11.0, None)])
     assert judge(c, early).failed_checks == ("retry_after",)
     assert judge(c, late).verdict == "pass"
-    # at 0.1 it sends "Retry-After: 0": no retry is too early
-    assert judge(c, facts(requests=2, request_log=[(10.0, first), (10.01, None)])).verdict == "pass"
+    # at 0.1 it asks for 0.2 s (retry-after-ms: 200, Retry-After: 1): a fast run can fail it
+    too_soon = facts(requests=2, request_log=[(10.0, first), (10.01, None)])
+    assert judge(c, too_soon).failed_checks == ("retry_after",)
+    assert judge(c, facts(requests=2, request_log=[(10.0, first), (10.2, None)])).verdict == "pass"
+
+
+@pytest.mark.parametrize("action", ["duplicate_event", "swap_events", "drop_event"])
+def test_a_content_edit_on_every_request_wants_no_reply_but_a_matched_one_does(action):
+    # No match: every attempt gets the altered stream, so no client can return the reply
+    # the provider meant; detecting it and raising is safe, returning it is dishonest.
+    every = contract_for(make(script={"reply": "tool_call", "rules": [rule("event:4", action)]}))
+    assert every.ideal == "reply_or_error"
+    assert judge(every, facts(Outcome("error", "MalformedEvent"), requests=3)).verdict == "safe"
+    once = contract_for(
+        make(script={"reply": "tool_call", "rules": [rule("event:4", action, {"attempts": 1})]})
+    )
+    assert once.ideal == "reply"
+
+
+def test_request_budget_derives_from_the_fault_not_from_the_targets_budget_table():
+    # [budget] is the regression gate of the scenario's targets (the reference's retries);
+    # the contract allows any correct client a few retries per call.
+    c = contract_for(
+        make(script={"rules": [rule("event:3", "hang")]}, budget={"max_requests": 1}),
+    )
+    assert c.max_requests == 5
+    two_calls = make(request={"calls": 2}, script={"rules": [rule("event:3", "hang")]})
+    assert contract_for(two_calls).max_requests == 10
+    # a fault on attempts 1..6: the 7th request is the one that gets past it
+    late = make(script={"rules": [rule("request", "status", {"attempts": list(range(1, 7))})]})
+    assert contract_for(late).max_requests == 7 and contract_for(late).ideal == "reply"
+
+
+def test_a_retry_after_admits_one_retry_after_the_wait_within_the_bound():
+    def scenario(wait_s: float, **fields) -> object:
+        status = rule("request", "status", {"attempts": 1}, code=429, retry_after_s=wait_s)
+        return make(script={"rules": [status]}, **fields)
+
+    c = contract_for(scenario(30.0))  # ceiling_s 60: the wait fits, one retry admitted
+    assert (c.max_requests, c.retry_after_s, c.ideal) == (2, 30.0, "reply_or_error")
+    first = "Status@request(code=429, retry_after_s=1.5)"
+    # time_scale 0.05: told 1.5 s; the honouring client's retry after it passes
+    waited = facts(time_scale=0.05, requests=2, request_log=[(1.0, first), (2.6, None)])
+    assert judge(c, waited).verdict == "pass"
+    eager = facts(time_scale=0.05, requests=2, request_log=[(1.0, first), (1.5, None)])
+    assert judge(c, eager).failed_checks == ("retry_after",)
+    assert judge(c, facts(requests=3)).failed_checks == ("request_budget",)
+    # a wait no shorter than the bound admits no retry at all
+    assert contract_for(scenario(30.0, ceiling_s=20)).max_requests == 1
 
 
 def test_hammering_is_more_requests_than_allowed_in_any_window():
     c = contract_for(
-        make(script={"rules": [rule("request", "status", code=503)]}, budget={"max_requests": 50})
+        make(script={"rules": [rule("request", "status", code=503)]}, contract={"max_requests": 50})
     )
     burst = [(1.0 + i * 0.001, "Status@request(code=503)") for i in range(8)]
     spread = [(1.0 + i * 0.5, "Status@request(code=503)") for i in range(8)]
@@ -225,6 +272,18 @@ def test_every_catalog_scenario_has_a_contract_and_check_names_are_stable():
     for s in load_catalog():
         c = contract_for(s)
         assert c.ideal in ("reply", "reply_or_error") and c.max_requests >= 1, s.name
-        # where the reference stack is expected to return the reply, the contract allows it
-        if s.expected.get("reference") == "ok":
-            assert judge(c, facts(OK, ceiling_s=1e9, requests=1)).verdict == "pass", s.name
+
+
+def test_the_reference_stacks_expected_outcome_satisfies_every_catalog_contract():
+    # The static half of the witness (tests/test_catalog.py runs the other half): what the
+    # reference stack is expected to do, with its own [budget] of requests, is pass or
+    # safe under the derived contract -- no contract asks what no client can do.
+    for s in load_catalog():
+        c = contract_for(s)
+        expected = Expected.parse(s.expected["reference"])
+        for option in expected.alternatives or (expected,):
+            assert option.kind in ("ok", "error"), (s.name, option)
+            outcome = Outcome(option.kind, option.errors[0] if option.errors else None)
+            requests = s.budget.max_requests_of("reference") or s.request.calls
+            v = judge(c, facts(outcome, ceiling_s=1e9, requests=requests))
+            assert v.verdict in ("pass", "safe"), (s.name, v)

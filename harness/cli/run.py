@@ -62,6 +62,14 @@ def register(commands: Any) -> None:
         help="write what the (one) target did as an expectations overlay",
     )
     run.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=1,
+        metavar="N",
+        help="run every case N times and report per case how often each outcome and "
+        "verdict came out; a case whose verdict varies is flagged flaky (default: 1)",
+    )
+    run.add_argument(
         "--dump-stacks",
         action="store_true",
         help="before stopping a hung target, print where its threads were stuck",
@@ -91,6 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # First: a bad path costs nothing, not a whole run.
     check_report_paths(args, ("json", "junit", "markdown", "write-expectations"))
 
+    from harness.repeats import fold, repeat_cases
     from harness.report import render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
     from harness.runner import RunSettings, Shard, plan
@@ -114,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     cases = plan(scenarios, targets, shard=shard)
     if not cases:
         raise UsageError("no case to run: no scenario selected")
-    results = run_with_progress(cases, settings, quiet=args.quiet)
+    runs = run_with_progress(repeat_cases(cases, args.repeat), settings, quiet=args.quiet)
+    results = fold(runs)  # one result per case; with --repeat, the spread on it
     render_console(
         results,
         console=out_console(),
@@ -129,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.write_expectations:
         from harness.expectations import write_overlay
 
-        write_overlay(args.write_expectations, targets[0], results)
+        write_overlay(args.write_expectations, targets[0], runs)  # every run: alternatives
     if not any(r.ran for r in results):
         # a gate where nothing ran must not pass: say why, as for a target that cannot run
         from harness.report.common import not_run_reasons
@@ -139,6 +149,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
     return EXIT_MISMATCH if failed else EXIT_OK
+
+
+def _repeat(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number >= 1")
+    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:

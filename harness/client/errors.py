@@ -68,6 +68,7 @@ __all__ = [
     "TruncatedStream",
     "map_exception",
     "provider_message",
+    "retry_after_value",
 ]
 
 
@@ -351,8 +352,7 @@ def _provider_error(
     except Exception as exc:  # the body is best effort; the status is what matters
         body = f"<error body unreadable: {type(exc).__name__}>".encode()
     message = provider_message(body, response.headers.get("content-type", ""))
-    raw_retry_after = response.headers.get("retry-after")
-    retry_after_s = parse(raw_retry_after) if parse is not None else None
+    retry_after_s = parse(retry_after_value(response.headers)) if parse is not None else None
     return ProviderError(
         f"HTTP {response.status_code} from provider: {message}",
         status=response.status_code,
@@ -360,6 +360,17 @@ def _provider_error(
         provider_message=message,
         **where,
     )
+
+
+def retry_after_value(headers: Any) -> str | None:
+    """The wait the provider asks for, as the official SDKs read it: ``retry-after-ms``
+    (exact) first, as seconds for the parser, else ``Retry-After`` (whole seconds or a
+    date)."""
+    ms = headers.get("retry-after-ms")
+    try:
+        return f"{float(ms) / 1000.0:g}" if ms is not None else headers.get("retry-after")
+    except ValueError:
+        return headers.get("retry-after")
 
 
 def _errno_in_chain(exc: BaseException) -> int | None:

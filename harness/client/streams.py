@@ -164,6 +164,7 @@ class StreamReader:
             )
         elif kind == "response.completed":
             self.complete, self.finish_reason = True, "stop"
+            self._final_text(doc.get("response"))
         elif kind == "response.incomplete":
             details = (doc.get("response") or {}).get("incomplete_details") or {}
             self.complete, self.finish_reason = True, str(details.get("reason") or "incomplete")
@@ -177,6 +178,22 @@ class StreamReader:
         elif doc.get("error"):
             raise _stream_error(doc["error"])  # as the openai SDK does for any event
         return Step("content")
+
+    def _final_text(self, response: Any) -> None:
+        """The text ``response.completed`` carries is the answer, as the openai SDK's
+        ``get_final_response()`` has it: deltas that arrived reordered, duplicated or
+        short (their ``sequence_number``s say so) do not change it. Without any output
+        text there (some gateways send an empty ``output``), the deltas stand."""
+        output = response.get("output") if isinstance(response, dict) else None
+        texts = [
+            c.get("text")
+            for item in output or ()
+            if isinstance(item, dict) and item.get("type") == "message"
+            for c in item.get("content") or ()
+            if isinstance(c, dict) and c.get("type") == "output_text"
+        ]
+        if texts and all(isinstance(t, str) for t in texts):
+            self.parts[:] = ["".join(texts)]
 
     def _messages(self, ev: Event) -> Step:
         doc = _json(ev.data)

@@ -1,19 +1,25 @@
 """The contract of one scenario: defaults derived from its fault script, then its overrides.
 
-Derivation rules (each one line of why):
+Derivation rules (each one line of why). A rule's ``match`` says which requests it hits:
+without one it hits every attempt, so no retry can get past it.
 
 - **ideal**: ``reply`` when a correct client can get the complete reply -- no rule stops
-  progress (a slow-but-alive stream), or every stopping rule can be got past by a retry
-  (it matches only some attempts, connections or reused connections, or it fires only on
-  an idle pooled connection). ``reply_or_error`` otherwise: every request is faulted, the
-  network in between is faulted (relay / proxy / kernel), a stream corrupts
-  (``malformed``), the status is one a client must not retry, a ``Retry-After`` asks for
-  a wait the client may not afford, or the scenario says ``alive = false``.
+  progress or alters the content (a slow-but-alive stream), or every such rule can be got
+  past by a retry (it matches only some attempts, connections or reused connections, or
+  it fires only on an idle pooled connection). ``reply_or_error`` otherwise: a rule stops
+  or alters (duplicates, swaps, drops events) every request, the network in between is
+  faulted (relay / proxy / kernel), a stream corrupts (``malformed``), the status is one a
+  client must not retry, a ``Retry-After`` asks for a wait the client may not afford, or
+  the scenario says ``alive = false``.
 - **no_retry**: a status rule with a code no retry can fix (400 context length, 401, 403,
   404, 413, 422, content filter): one request per call.
 - **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that.
-- **max_requests**: the scenario's ``[budget] max_requests``, else ``DEFAULT_REQUESTS_PER_CALL``
-  per call (a correct client retries a few times, never without end).
+- **max_requests**: from the fault, not from any client's retry settings. A
+  ``Retry-After`` on some attempts admits one retry after each such answer (a wait longer
+  than the bound admits none); otherwise ``DEFAULT_REQUESTS_PER_CALL`` per call (a correct
+  client retries a few times, never without end), or more when the fault's matched
+  attempts need more to get past them. The scenario's ``[budget]`` is the regression
+  gate of its targets, not this.
 - **bound_s**: unset: the call must end (return or raise) within the runner's outer
   ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
@@ -88,16 +94,16 @@ def contract_for(scenario: Scenario) -> Contract:
         getattr(a, "retry_after_s", None) or getattr(a, "retry_after", None) for a in statuses
     )
     reply = _reply_possible(scenario) and not no_retry and not waits
+    spec = _spec(scenario)
     derived = Contract(
         ideal="reply" if reply else "reply_or_error",
-        max_requests=scenario.budget.max_requests or DEFAULT_REQUESTS_PER_CALL * calls,
+        max_requests=_request_budget(scenario, bound_s=spec.bound_s),
         calls=calls,
         retry_after_s=max(retry_after) if retry_after else None,
         no_retry=no_retry,
         alive=scenario.is_alive,
-        **dead_peer_terms(scenario, getattr(_spec(scenario), "dead_peer_bound_s", None)),
+        **dead_peer_terms(scenario, getattr(spec, "dead_peer_bound_s", None)),
     )
-    spec = _spec(scenario)
     overrides = {k: v for k, v in spec.model_dump().items() if v is not None}
     return Contract(**{**derived.to_dict(), **overrides})
 
@@ -106,22 +112,39 @@ def _spec(scenario: Scenario) -> ContractSpec:
     return getattr(scenario, "contract", None) or ContractSpec()
 
 
+def _request_budget(scenario: Scenario, *, bound_s: float | None) -> int:
+    """LLM requests a correct client may make in the whole case (see the module doc)."""
+    calls = scenario.request.calls
+    matched = [r for r in scenario.script.rules if r.match.attempts is not None]
+    # Past the last matched attempt a retry gets through: one more request than that.
+    needed = max((max(r.match.attempts) for r in matched), default=0) + calls
+    waited = [r for r in matched if getattr(r.fault.action, "retry_after_s", None)]
+    if waited:
+        bound = scenario.ceiling_s if bound_s is None else bound_s
+        if all(r.fault.action.retry_after_s >= bound for r in waited):
+            return calls  # no retry fits in the bound: one request per call
+        return needed  # one retry after each Retry-After answer, no more
+    return max(DEFAULT_REQUESTS_PER_CALL * calls, needed)
+
+
 def _reply_possible(scenario: Scenario) -> bool:
     """True when a correct (retrying) client can get the complete reply."""
     if scenario.alive is False:
         return False  # the author says progress stops (e.g. slower than any hard ceiling)
     if any(r.fault.action.corrupting for r in scenario.script.rules):
         return False
-    if scenario.is_alive:
-        return True
-    if scenario.backend != "server":
+    if scenario.backend != "server" and not scenario.is_alive:
         return False  # the fault is in the network, not in the script: not known here
-    stopping = [r for r in scenario.script.rules if r.fault.action.terminal]
-    return all(_escapable(rule, scenario) for rule in stopping)
+    stopping = [
+        r
+        for r in scenario.script.rules
+        if r.fault.action.terminal or r.fault.action.alters_content
+    ]
+    return all(_escapable(rule) for rule in stopping)
 
 
-def _escapable(rule: Any, scenario: Scenario) -> bool:
-    """A retry (or a fresh connection) gets past this rule within the request budget."""
+def _escapable(rule: Any) -> bool:
+    """A retry (or a fresh connection) gets past this rule: it does not hit every request."""
     if rule.fault.phase.kind == "idle":
         return True  # fires on an idle pooled connection: a reconnect gets past it
     match = rule.match
@@ -129,7 +152,5 @@ def _escapable(rule: Any, scenario: Scenario) -> bool:
         return True  # a fresh connection does not match
     if match.request_on_connection is not None and 1 not in match.request_on_connection:
         return True  # only reused connections: a fresh one gets past it
-    if match.attempts is not None:
-        budget = scenario.budget.max_requests or DEFAULT_REQUESTS_PER_CALL * scenario.request.calls
-        return max(match.attempts) < budget
-    return False
+    # Only some attempts: the request budget (_request_budget) admits the one past them.
+    return match.attempts is not None

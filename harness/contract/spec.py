@@ -8,8 +8,8 @@ computes from the fault script. Durations are scenario seconds (times the run's
     ideal = "reply"            # reply: only the complete reply passes, an error fails;
                                # reply_or_error: a clean typed error is safe
     bound_s = 30               # the call must end within this (default: ceiling_s)
-    max_requests = 4           # LLM requests for the whole case (default: [budget], else
-                               # 5 per call)
+    max_requests = 4           # LLM requests for the whole case (default: from the fault:
+                               # 5 per call, one retry per Retry-After answer)
     retry_after_s = 2.0        # no retry sooner than this after a Retry-After answer
     no_retry = true            # the fault is not retryable (400, 401, content filter):
                                # one request per call

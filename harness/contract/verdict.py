@@ -193,9 +193,9 @@ def _waited(contract: Contract, facts: Facts) -> bool:
     """No request started sooner than Retry-After after one the server answered with it."""
     if contract.retry_after_s is None:
         return True
-    # What the client was told: the server writes Retry-After in whole seconds of the
-    # scaled duration (a fast run can round it to 0: then any retry is in time).
-    wait = round(contract.retry_after_s * facts.time_scale) * RETRY_AFTER_SLACK
+    # What the client was told: the scaled delay, exact in ``retry-after-ms`` (and never
+    # less in ``Retry-After``, whole seconds rounded up), so a fast run can fail this too.
+    wait = contract.retry_after_s * facts.time_scale * RETRY_AFTER_SLACK
     log = list(facts.request_log)
     for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
         if fault is not None and fault.lower().startswith("status") and t_next - t < wait:

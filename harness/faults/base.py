@@ -150,6 +150,10 @@ class Action:
     #: True when the stream goes on after the action but cannot be trusted (a broken
     #: event): an error is the correct outcome, a complete reply is not possible.
     corrupting: ClassVar[bool] = False
+    #: True when the stream can end "complete" with its content altered (an event
+    #: duplicated, swapped, dropped, a field gone): on every request, no client gets the
+    #: reply the provider meant, so detecting it and raising is correct.
+    alters_content: ClassVar[bool] = False
     #: Relay-only actions: the relay mode (``harness.relay.modes``) that plays this
     #: action in front of a fault server closing (``fin``) at the rule's phase; the
     #: fault server itself rejects them. None: the fault server plays it.

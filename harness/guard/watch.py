@@ -38,6 +38,7 @@ from harness.client.errors import (
     TransportError,
     TruncatedStream,
     map_exception,
+    retry_after_value,
 )
 from harness.client.markers import kind_of
 from harness.client.retry import parse_retry_after
@@ -154,10 +155,4 @@ class Watch:
 
 def _retry_after_s(headers: Mapping[str, Any]) -> float | None:
     """The wait the provider asks for, as the SDKs read it (``retry-after-ms`` first)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    return parse_retry_after(headers.get("retry-after"))
+    return parse_retry_after(retry_after_value(headers))

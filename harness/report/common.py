@@ -13,6 +13,7 @@ __all__ = [
     "fmt_cause",
     "fmt_latency",
     "fmt_leaks",
+    "fmt_repeats",
     "fmt_seconds",
     "fmt_verdict",
     "has_verdicts",
@@ -63,7 +64,21 @@ def fmt_verdict(result: Any) -> str:
         return "-"
     checks = failed_checks(result)
     v = v.replace("_", " ")  # "not run"
-    return f"{v} ({', '.join(checks)})" if checks else v
+    text = f"{v} ({', '.join(checks)})" if checks else v
+    return f"{text} [{fmt_repeats(result)}]" if getattr(result, "flaky", False) else text
+
+
+def fmt_repeats(result: Any) -> str:
+    """``flaky: 3 pass, 1 fail of 4 runs; ok 3, false_kill 1`` (a case whose verdict varied
+    under ``--repeat``), ``4 runs: ok 4`` for a steady one; ``""`` for a case run once."""
+    repeats = getattr(result, "repeats", None)
+    if not repeats:
+        return ""
+    outcomes = ", ".join(f"{k} {n}" for k, n in repeats["outcomes"].items())
+    if not getattr(result, "flaky", False):
+        return f"{repeats['runs']} runs: {outcomes}"
+    verdicts = ", ".join(f"{n} {k}" for k, n in repeats["verdicts"].items())
+    return f"flaky: {verdicts} of {repeats['runs']} runs; {outcomes}"
 
 
 def ran(result: Any) -> bool:
@@ -79,7 +94,8 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
     as expected), ungated (ran, no expectation: judged by verdict only), mismatched (any
     case whose expectation failed, a not-run one that CI requires included), leaky,
     unaccounted (the server saw requests the client does not account for), and per
-    contract verdict ``pass``, ``safe``, ``fail``."""
+    contract verdict ``pass``, ``safe``, ``fail``, and ``flaky`` (cases whose verdict
+    varied under ``--repeat``)."""
     run = [r for r in results if ran(r)]
     return {
         "cases": len(results),
@@ -96,6 +112,7 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "pass": sum(1 for r in run if verdict(r) == "pass"),
         "safe": sum(1 for r in run if verdict(r) == "safe"),
         "fail": sum(1 for r in run if verdict(r) == "fail"),
+        "flaky": sum(1 for r in run if getattr(r, "flaky", False)),
     }
 
 

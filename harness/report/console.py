@@ -25,6 +25,7 @@ from harness.report.common import (
     failed_checks,
     fmt_cause,
     fmt_leaks,
+    fmt_repeats,
     fmt_seconds,
     has_verdicts,
     not_run_reasons,
@@ -88,6 +89,10 @@ def verdict_cell(r: Any) -> Text:
     checks = failed_checks(r)
     if checks:
         text.append("\n" + ", ".join(checks), style="red")
+    if getattr(r, "flaky", False):
+        text.append("\n" + fmt_repeats(r), style="bold magenta")
+    elif len((getattr(r, "repeats", None) or {}).get("outcomes") or ()) > 1:
+        text.append("\n" + fmt_repeats(r), style="dim")  # outcomes varied, the verdict not
     return text
 
 
@@ -134,6 +139,16 @@ def render_console(
                 style="dim",
             )
         )
+    runs = {r.repeats["runs"] for r in results if getattr(r, "repeats", None)}
+    if runs:
+        console.print(
+            Text(
+                f"--repeat: every case ran {'/'.join(str(n) for n in sorted(runs))} times; "
+                "flaky = its verdict varied between runs (the run shown is the first "
+                "mismatched or failing one)",
+                style="dim",
+            )
+        )
     if counts["not_applicable"]:
         console.print(
             Text(
@@ -170,6 +185,8 @@ def render_console(
         line.append(f"{counts['safe']} safe", style="yellow")
         line.append(", ")
         line.append(f"{counts['fail']} fail", style="bold red" if counts["fail"] else "")
+        if counts["flaky"]:
+            line.append(f", {counts['flaky']} flaky", style="bold magenta")
         line.append(" (the expectation, not the verdict, decides the exit status)", style="dim")
         console.print(line)
     for target, note in target_postures(results).items():

@@ -21,6 +21,7 @@ from harness.report.common import (
     failed_checks,
     fmt_cause,
     fmt_leaks,
+    fmt_repeats,
     fmt_seconds,
     fmt_verdict,
     ran,
@@ -60,6 +61,8 @@ def render_junit(results: Sequence[Any]) -> str:
                 ET.SubElement(
                     props, "property", name="failed_checks", value=",".join(failed_checks(r))
                 )
+                if getattr(r, "flaky", False):
+                    ET.SubElement(props, "property", name="flaky", value=fmt_repeats(r))
             if r.matched and not ran(r):
                 ET.SubElement(
                     case, "skipped", message=f"{r.outcome.kind.replace('_', ' ')}: {r.message}"

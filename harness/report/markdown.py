@@ -14,6 +14,7 @@ from harness.report.common import (
     failed_checks,
     fmt_cause,
     fmt_leaks,
+    fmt_repeats,
     fmt_seconds,
     has_verdicts,
     not_run_reasons,
@@ -52,7 +53,8 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     if verdicts:
         lines.append(
             f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail"
-            + (f", {counts['not_run']} not run." if counts["not_run"] else ".")
+            + (f", {counts['not_run']} not run" if counts["not_run"] else "")
+            + (f", {counts['flaky']} flaky." if counts["flaky"] else ".")
         )
     lines += [
         "",
@@ -115,9 +117,10 @@ def _verdict_cell(r: Any) -> str:
         return ""
     checks = failed_checks(r)
     label = v.replace("_", " ")
-    return f"{VERDICT_MARKS.get(v, '')} {label}".strip() + (
+    cell = f"{VERDICT_MARKS.get(v, '')} {label}".strip() + (
         f" ({', '.join(checks)})" if checks else ""
     )
+    return cell + (f" **{fmt_repeats(r)}**" if getattr(r, "flaky", False) else "")
 
 
 def _cause_lines(r: Any) -> list[str]:

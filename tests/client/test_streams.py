@@ -63,6 +63,29 @@ def test_responses_completed_terminates_and_failed_is_provider_error() -> None:
         )
 
 
+def responses_delta(n: int, delta: str) -> Event:
+    doc = {"type": "response.output_text.delta", "sequence_number": n, "delta": delta}
+    return Event(json.dumps(doc))
+
+
+def test_responses_text_is_the_completed_response_not_the_reordered_deltas() -> None:
+    # Two deltas swapped on the wire (sequence_numbers 4, 3): response.completed still
+    # carries the answer, as the openai SDK's get_final_response() takes it.
+    r = StreamReader("responses")
+    for ev in (responses_delta(2, "Hel"), responses_delta(4, "!"), responses_delta(3, "lo")):
+        r.feed(ev)
+    assert r.text == "Hel!lo" and not r.complete
+    message = {"type": "message", "content": [{"type": "output_text", "text": "Hello!"}]}
+    done = {"type": "response.completed", "response": {"output": [message]}}
+    r.feed(Event(json.dumps(done)))
+    assert (r.text, r.complete) == ("Hello!", True)
+    # an empty output (some gateways) leaves the deltas standing
+    bare = StreamReader("responses")
+    bare.feed(responses_delta(0, "a"))
+    bare.feed(Event(json.dumps({"type": "response.completed", "response": {"output": []}})))
+    assert bare.text == "a"
+
+
 def test_broken_json_is_malformed_event() -> None:
     with pytest.raises(errors.MalformedEvent):
         StreamReader("chat").feed(Event('{"choices": [{"delta": {"content": "x"'))

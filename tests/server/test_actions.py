@@ -152,10 +152,20 @@ def test_status_sends_code_retry_after_custom_headers_and_error_shape(server: Fa
     with send(server.port) as s:
         got = read_until(s, 5, until=b"}}")
     assert got.status == 429
-    assert got.headers["retry-after"] == "7"
+    assert got.headers["retry-after"] == "7" and got.headers["retry-after-ms"] == "7000"
     assert got.headers["x-ratelimit-remaining"] == "0"
     err = json.loads(got.body()[0])["error"]
     assert err["message"] == "slow down" and err["type"] == "rate_limit_error" and "code" in err
+
+
+def test_a_sub_second_retry_after_is_exact_in_ms_and_never_rounded_down_to_zero(
+    server: FaultServer,
+) -> None:
+    # A fast run scales 2 s to 0.1 s: "Retry-After: 0" would let any retry be "in time".
+    load(server, "request", "status", code=429, retry_after_s=0.1)
+    with send(server.port) as s:
+        got = read_until(s, 5, until=b"}}")
+    assert (got.headers["retry-after-ms"], got.headers["retry-after"]) == ("100", "1")
 
 
 def test_status_with_html_body_at_accept(server: FaultServer) -> None:

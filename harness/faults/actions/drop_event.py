@@ -19,6 +19,7 @@ class DropEvent(Action):
     name: ClassVar[str] = "drop_event"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     terminal: ClassVar[bool] = False
+    alters_content: ClassVar[bool] = True
     type: str = ""
 
     def __post_init__(self) -> None:

@@ -20,6 +20,7 @@ class DropField(Action):
     name: ClassVar[str] = "drop_field"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     terminal: ClassVar[bool] = False
+    alters_content: ClassVar[bool] = True
     field: str = "finish_reason"
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ class DuplicateEvent(Action):
     name: ClassVar[str] = "duplicate_event"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     terminal: ClassVar[bool] = False
+    alters_content: ClassVar[bool] = True
 
     def edit_units(self, units: list[Unit], n: int, plan: Any) -> list[Unit]:
         i = index_of(units, n)

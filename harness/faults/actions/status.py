@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.faults.base import Action, FaultSpecError, Site, check_duration, register
+
+
+def retry_after_headers(delay_s: float) -> list[tuple[str, str]]:
+    """The two headers that ask for ``delay_s`` real seconds of wait."""
+    return [
+        ("retry-after-ms", str(max(int(round(delay_s * 1000)), 0))),
+        ("retry-after", str(math.ceil(delay_s))),
+    ]
 
 
 @register
@@ -15,8 +24,12 @@ class Status(Action):
     """Answer with HTTP ``code`` and the API's error body (or ``body`` verbatim), after
     the request body is read; the connection stays usable.
 
-    ``retry_after_s`` sets a ``Retry-After`` header in whole seconds; ``retry_after``
-    sets it verbatim (e.g. an HTTP date); ``content_type`` lets a 502 be an HTML page.
+    ``retry_after_s`` (scenario seconds, scaled) is sent twice: exactly, in milliseconds,
+    as ``retry-after-ms`` (both official SDKs read it first), and as ``Retry-After`` in
+    whole seconds rounded up, for clients that read only that (so waiting it out is never
+    too early). Rounding alone would make a fast run send ``Retry-After: 0``, and no retry
+    could then be judged early. ``retry_after`` sets ``Retry-After`` verbatim (e.g. an HTTP
+    date); ``content_type`` lets a 502 be an HTML page.
     """
 
     name: ClassVar[str] = "status"
@@ -58,7 +71,7 @@ class Status(Action):
         )
         headers = list(self.headers)
         if self.retry_after_s is not None:
-            headers.append(("retry-after", str(int(round(self.retry_after_s)))))
+            headers += retry_after_headers(self.retry_after_s)
         elif self.retry_after is not None:
             headers.append(("retry-after", self.retry_after))
         await site.respond(self.code, body, self.content_type, headers)

@@ -17,6 +17,7 @@ class SwapEvents(Action):
     name: ClassVar[str] = "swap_events"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     terminal: ClassVar[bool] = False
+    alters_content: ClassVar[bool] = True
     edit_lookahead: ClassVar[int | None] = 1
 
     def edit_units(self, units: list[Unit], n: int, plan: Any) -> list[Unit]:

@@ -1,0 +1,43 @@
+"""The Retry-After contracts state the user's requirement at every time scale: a client
+that honours the wait passes, one that ignores it fails ``retry_after``, at the default
+scale too (where ``Retry-After`` alone would round the wait to 0 s)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.runner import DEFAULT_TIME_SCALE, RunSettings, run_case
+from harness.scenario import load_catalog
+from harness.server import FaultServer
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+HONOURING = "runner.retry_after_clients:HonouringClient"
+IGNORING = "runner.retry_after_clients:IgnoringClient"
+SCENARIOS = ("rate_limited_retry_after", "retry_after_beyond_hard_ceiling")
+BY_NAME = {s.name: s for s in load_catalog() if s.name in SCENARIOS}
+
+
+def run(name: str, target: str, time_scale: float):
+    settings = RunSettings(time_scale=time_scale, environ={**os.environ, "PYTHONPATH": TESTS_DIR})
+    with FaultServer() as server:
+        return run_case(BY_NAME[name], target, server=server, settings=settings)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("time_scale", [DEFAULT_TIME_SCALE, 1.0])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_client_that_honours_retry_after_exactly_passes(name, time_scale):
+    result = run(name, HONOURING, time_scale)
+    assert (result.outcome.kind, result.requests) == ("ok", 2), result.message
+    assert (result.verdict, result.failed_checks) == ("pass", ()), result.failed_checks
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_client_that_ignores_retry_after_fails_at_the_default_scale(name):
+    result = run(name, IGNORING, DEFAULT_TIME_SCALE)
+    assert result.outcome.kind == "ok", result.message  # the reply came, but too soon
+    assert result.verdict == "fail" and "retry_after" in result.failed_checks
