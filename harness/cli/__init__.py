@@ -60,6 +60,7 @@ COMMAND_MODULES = (
     "harness.cli.scorecard",
     "harness.cli.tools",
     "harness.cli.reports",
+    "harness.cli.docs",
 )
 
 # Kept for callers of the former single-module CLI.
