@@ -27,6 +27,7 @@ from harness.report.common import (
     fmt_seconds,
     has_verdicts,
     summary_counts,
+    target_label,
     verdict,
 )
 
@@ -56,7 +57,7 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
     table = Table(title=title, header_style="bold")
     table.add_column("scenario", overflow="fold")
     for target in targets:
-        table.add_column(f"{target}\noutcome (✓ = as expected)", overflow="fold")
+        table.add_column(f"{target_label(target)}\noutcome (✓ = as expected)", overflow="fold")
         if verdicts:
             table.add_column("verdict", overflow="fold")
         table.add_column("latency", justify="right", no_wrap=True)

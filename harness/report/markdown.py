@@ -15,6 +15,7 @@ from harness.report.common import (
     fmt_seconds,
     has_verdicts,
     summary_counts,
+    target_label,
     verdict,
 )
 
@@ -52,7 +53,9 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
         )
     lines += [
         "",
-        "| scenario | " + " | ".join(f"{t} " + per_target.format(t=t) for t in targets) + " |",
+        "| scenario | "
+        + " | ".join(f"{target_label(t)} " + per_target.format(t=t) for t in targets)
+        + " |",
         "|---|" + ("---|---|---|---:|" if verdicts else "---|---|---:|") * len(targets),
     ]
     for name in dict.fromkeys(r.scenario for r in results):
