@@ -31,7 +31,7 @@ from harness.planning import RunSettings
 from harness.scenario import Scenario
 from harness.targets import load_target
 from harness.targets.base import Job
-from harness.targets.process import ChildFailed, TargetProcess
+from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 __all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "observe_case"]
 

@@ -214,7 +214,7 @@ def check_runnable(targets: Sequence[str], *, python: str | None) -> None:
     any case runs (one line, exit 2); ``python`` (``--target-python``) is handed to
     every child start through the environment the runner passes on."""
     from harness.environment import TARGET_PYTHON_VAR
-    from harness.targets.preflight import TargetProblem, check_targets
+    from harness.targets.runtime.preflight import TargetProblem, check_targets
 
     try:
         check_targets(list(targets), python=python)

@@ -38,7 +38,7 @@ def scorecard_of(n_targets: int, *, n_scenarios: int = 8) -> Scorecard:
 
 
 def _long_named_target():  # a Target subclass importable by path, named unlike its path
-    from harness.targets.openai_sdk import OpenAISDKTarget
+    from harness.targets.clients.openai_sdk import OpenAISDKTarget
 
     class LongNamedTarget(OpenAISDKTarget):
         name = "my-own-agent-with-a-long-display-name"

@@ -6,7 +6,7 @@ from harness.report.common import target_label
 
 
 def test_a_path_target_shows_its_name_and_its_import_path() -> None:
-    path = "harness.targets.openai_sdk:OpenAISDKTarget"
+    path = "harness.targets.clients.openai_sdk:OpenAISDKTarget"
     assert target_label(path) == f"openai-sdk ({path})"
 
 

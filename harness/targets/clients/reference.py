@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
-from harness.targets.warmup import warm_up_target
+from harness.targets.runtime.warmup import warm_up_target
 
 __all__ = ["SCALED_SETTINGS", "ReferenceTarget", "scaled_settings"]
 

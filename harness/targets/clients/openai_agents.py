@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets import hermes_tool
 from harness.targets.base import (
     CallResult,
     EventLog,
@@ -35,7 +34,8 @@ from harness.targets.base import (
     Job,
     pause_between_calls,
 )
-from harness.targets.venv import VenvTarget
+from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
+from harness.targets.runtime.venv import VenvTarget
 
 __all__ = ["OpenAIAgentsTarget", "TOOL_RESULT"]
 

@@ -40,7 +40,7 @@ Target names are ``mutant:<name>``; :func:`load_mutant_target` resolves them (th
 loader in :mod:`harness.targets` calls it through :mod:`harness.mutants`). Importing this
 module does not import the client.
 
-Not here: the wrong seams themselves (``harness.targets.mutant_seams``), running the
+Not here: the wrong seams themselves (``harness.targets.mutants.seams``), running the
 catalog (``harness.mutants_cli``), the correct stack (``harness.client``).
 """
 
@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 #: The deliberately coarse poll of the ``polling-watchdog`` mutant (the seed's value).
-POLL_INTERVAL_S = 0.3  # read by ``mutant_seams``
+POLL_INTERVAL_S = 0.3  # read by ``seams``
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class StackTarget(Target):
     def prepare(self) -> None:
         # The same warm-up as the reference target: a cold first call must not be what
         # tells a mutant from the baseline.
-        from harness.targets.warmup import warm_up
+        from harness.targets.runtime.warmup import warm_up
 
         warm_up(self._warm_call, apis=("chat", "responses"))
 
@@ -190,7 +190,7 @@ class StackTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ClientSettings, ReferenceClient
-        from harness.targets.reference import rendered_calls, scaled_settings
+        from harness.targets.clients.reference import rendered_calls, scaled_settings
 
         settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
         probe = _Probe()
@@ -244,7 +244,7 @@ def mutant_components(name: str | None) -> Any:
         return Components()
     if name not in MUTANTS:
         raise ValueError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
-    from harness.targets.mutant_seams import BUILDERS
+    from harness.targets.mutants.seams import BUILDERS
 
     return Components(**{MUTANTS[name].seam: BUILDERS[name]()})
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.targets.base import Target, TargetUnsupported
-from harness.targets.warmup import warm_up_target
+from harness.targets.runtime.warmup import warm_up_target
 
 __all__ = ["CACHE_DIR", "VenvTarget", "venv_unavailable"]
 
-CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache"
+CACHE_DIR = Path(__file__).resolve().parents[3] / ".cache"
 
 
 def venv_unavailable(venv: str, package: str) -> str | None:
@@ -58,7 +58,7 @@ class VenvTarget(Target):
         return ["/usr/bin/env", *env, python, *base[1:]]
 
     def prepare(self) -> None:
-        """Warm the client up on every API it speaks (see :mod:`harness.targets.warmup`);
+        """Warm the client up on every API it speaks (see :mod:`harness.targets.runtime.warmup`);
         without the venv there is nothing to warm: ``call()`` reports why, as skipped."""
         if self.unavailable() is None:
             warm_up_target(self, apis=self.apis)

@@ -10,7 +10,7 @@ of its own, so it speaks the protocol exactly as a started child does (same impo
 same warm-up, same baseline; nothing it does reaches the server or its siblings).
 
 :func:`fork_child` returns a :class:`ForkedProcess` -- the part of ``subprocess.Popen``
-that :class:`~harness.targets.process.TargetProcess` uses -- or None when forking does
+that :class:`~harness.targets.runtime.process.TargetProcess` uses -- or None when forking does
 not apply, and the caller starts the child as before: the target says it cannot be
 copied (``Target.forkable``, e.g. hermes keeps a thread), the server refused
 (``protocol.unforkable``: it names the thread or descriptor), or
@@ -22,8 +22,8 @@ A forked child is not the runner's child: it is waited for through a pidfd and i
 exit status is not known (the server's kernel reaps it). Linux only (pidfd, /proc);
 elsewhere nothing is forked.
 
-Not here: the server's side (``harness.targets.protocol``), starting a child
-(``harness.targets.process``).
+Not here: the server's side (``harness.targets.runtime.protocol``), starting a child
+(``harness.targets.runtime.process``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The child side of the target protocol, written once (see :mod:`harness.targets.base`).
 
-Every target child speaks it: ``harness.targets.child`` (any :class:`Target` in this
-venv) and ``hermes_driver.py`` (hermes-agent's own venv). So this module imports only
+Every target child speaks it: ``harness.targets.runtime.child`` (any :class:`Target` in this
+venv) and the ``hermes_driver`` package (hermes-agent's own venv). So this module imports only
 the standard library and nothing from ``harness``: the hermes driver loads it by file
 path, where the harness package is not importable.
 
@@ -18,8 +18,8 @@ What is fixed here, for every child:
   (:func:`claim_stdout`);
 * :func:`problems`: what is wrong with one message, for the contract test and readers.
 
-Not here: building or running a target (``harness.targets.child``, the hermes driver)
-or the parent side (``harness.targets.process``).
+Not here: building or running a target (``harness.targets.runtime.child``, the hermes driver)
+or the parent side (``harness.targets.runtime.process``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Run hermes-agent chat turns from a JSON call spec and print one JSON result line.
 
-This script runs *inside the hermes-agent virtualenv*, in a child process started by
-``harness.targets.hermes``. It imports only the standard library and hermes-agent
-itself: the harness package and its dependencies are not importable there.
+This module runs *inside the hermes-agent virtualenv*, in a child process started by
+``harness.targets.hermes`` (``python -I harness/targets/hermes/in_venv``). It imports
+only the standard library, hermes-agent itself and its own package: the harness package
+and its dependencies are not importable there.
 
 It is not a test and not a client: it builds one real ``run_agent.AIAgent`` (no
 tools, no memory, no context files, a scratch ``HERMES_HOME``) and runs the spec's
@@ -10,18 +11,18 @@ turns on it, optionally rebuilding the agent's primary OpenAI client between tur
 through ``_replace_primary_openai_client`` (the entry point of the #10933
 regression). Whatever hermes returns is reported verbatim, including error texts it
 returns as if they were replies ("API call failed after 3 retries: ..."); judging
-them is the runner's job (``harness.outcome``), not this script's.
+them is the runner's job (``harness.outcome``), not the driver's.
 
 Usage::
 
-    python -I hermes_driver.py SPEC.json   # or "-": one spec in, one JSON line out
-    python -I hermes_driver.py --child     # the runner's child protocol (see below)
+    python -I harness/targets/hermes/in_venv SPEC.json   # or "-": one spec in, one JSON line out
+    python -I harness/targets/hermes/in_venv --child     # the runner's child protocol (see below)
 
 ``--child`` speaks the JSON-lines protocol of :mod:`harness.targets.base` on stdout
 (ready / run / started / result / exit), so the runner starts this script as the
 ``hermes`` target's child process (``HermesTarget.command``): a hung hermes is the
 process the runner kills and whose sockets it counts. The child takes job after job
-(the runner reuses one that left no leak): before each, ``hermes_fresh.Baseline``
+(the runner reuses one that left no leak): before each, ``fresh.Baseline``
 restores what the warm-up left -- ``os.environ`` (a job's ``env`` goes on top of the
 base environment, never on top of the last job's), ``HERMES_HOME``'s files and the
 module-level caches and counters hermes keeps across agents -- and every job builds a
@@ -75,11 +76,10 @@ Result (one line on the real stdout; everything hermes prints goes to stderr)::
 A turn's ``exception`` has the same fields: every exception is described by
 ``protocol.describe_exception``, the one the runner's child protocol uses.
 
-The driver is four modules beside this script, loaded by file path (the harness
-package is not importable in hermes's venv): ``protocol`` (the child protocol, shared
-with ``harness.targets.child``), ``hermes_spec`` (the spec and the settings mapping),
-``hermes_turns`` (running hermes) and ``hermes_fresh`` (what is reset between jobs,
-and why).
+The rest of the driver is its package's other modules (see ``hermes_driver``):
+``protocol`` (the child protocol, shared with ``harness.targets.runtime.child``),
+``spec`` (the spec and the settings mapping), ``turns`` (running hermes) and ``fresh``
+(what is reset between jobs, and why).
 
 Timestamps are ``time.monotonic()`` (CLOCK_MONOTONIC: comparable with the fault
 server's timeline across processes on Linux).
@@ -87,8 +87,6 @@ server's timeline across processes on Linux).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import shutil
@@ -96,16 +94,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any, TextIO
 
-#: The synthetic package this script's sibling modules load under in hermes's venv.
-_SIBLINGS = "_harness_hermes_driver"
+from . import fresh, protocol, turns
+from . import spec as spec_mod
 
 
 def main(argv: list[str]) -> int:
-    _drop_script_dir_from_path()
-    protocol, spec_mod, turns = (_sibling(n) for n in ("protocol", "hermes_spec", "hermes_turns"))
     # Keep the real stdout for our one result line; hermes prints spinners and
     # status lines to stdout, so fd 1 is pointed at stderr for the rest of the run.
     result_out = protocol.claim_stdout()
@@ -139,12 +134,9 @@ def main(argv: list[str]) -> int:
 def _child(proto: TextIO, home: str) -> int:
     """The runner's child protocol: prepare, ``ready``, jobs until ``exit``.
 
-    Each job starts from the state the warm-up left (``hermes_fresh.Baseline``), so a
+    Each job starts from the state the warm-up left (``fresh.Baseline``), so a
     reused child answers it as a fresh one would; a job after which that cannot be
     vouched for declines reuse (the child then exits after it)."""
-    protocol, spec_mod, turns, fresh = (
-        _sibling(n) for n in ("protocol", "hermes_spec", "hermes_turns", "hermes_fresh")
-    )
     try:
         turns.prepare_home(home, {})
         os.environ["HERMES_HOME"] = home
@@ -188,31 +180,9 @@ def _child(proto: TextIO, home: str) -> int:
         baseline.close()
 
 
-def _sibling(name: str) -> ModuleType:
-    """A module beside this file: through the package when imported as
-    ``harness.targets.hermes_driver``, by file path when run as a script."""
-    if __package__:
-        return importlib.import_module(f"{__package__}.{name}")
-    if _SIBLINGS not in sys.modules:
-        here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.spec_from_loader(_SIBLINGS, None, is_package=True)
-        assert spec is not None
-        package = importlib.util.module_from_spec(spec)
-        package.__path__ = [here]  # only our siblings resolve here: the dir is not on sys.path
-        sys.modules[_SIBLINGS] = package
-    return importlib.import_module(f"{_SIBLINGS}.{name}")
-
-
-def _drop_script_dir_from_path() -> None:
-    # This file sits next to the harness's own target modules (hermes.py, base.py...);
-    # they must never shadow hermes-agent's top-level modules.
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-
-
 def _load_spec(argv: list[str], error: type[Exception]) -> Any:
     if len(argv) != 2:
-        raise error("usage: hermes_driver.py SPEC.json | -")
+        raise error("usage: python -I harness/targets/hermes/in_venv SPEC.json | -")
     try:
         if argv[1] == "-":
             return json.load(sys.stdin)
@@ -220,7 +190,3 @@ def _load_spec(argv: list[str], error: type[Exception]) -> Any:
             return json.load(fh)
     except (OSError, json.JSONDecodeError) as exc:
         raise error(f"cannot read spec {argv[1]!r}: {exc}") from exc
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

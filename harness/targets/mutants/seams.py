@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.targets.mutants import POLL_INTERVAL_S
+from harness.targets.mutants.table import POLL_INTERVAL_S
 
 __all__ = ["BUILDERS"]
 

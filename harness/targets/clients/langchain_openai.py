@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
-from harness.targets.venv import VenvTarget
+from harness.targets.runtime.venv import VenvTarget
 
 __all__ = ["LangChainOpenAITarget"]
 

@@ -3,19 +3,19 @@
 hermes-agent pins its own dependency versions, so it lives in a separate virtualenv
 (``ci/setup`` makes ``.cache/hermes-venv``; ``HARNESS_HERMES_PYTHON`` points elsewhere).
 Nothing here imports hermes: the child process is that venv's python running
-``hermes_driver.py`` (stdlib + hermes only), which speaks the runner's child protocol
+the ``hermes_driver`` package (stdlib + hermes only, ``in_venv/``), which speaks the runner's child protocol
 itself. So the process the runner kills at its ceiling, and whose sockets and threads
 it counts, is hermes.
 
 Each job gets a fresh ``AIAgent`` (one harmless registered tool, ``record_note``, that
-records its arguments under the scratch ``HERMES_HOME`` -- ``hermes_tool.py``; no
+records its arguments under the scratch ``HERMES_HOME`` -- ``hermes_driver/tool.py``; no
 memory, no context files) in a scratch
 ``HERMES_HOME``, from a scrubbed environment plus the scenario's deadlines translated
 to hermes's documented variables (:func:`hermes_env`; what hermes has no knob for keeps
 hermes's default). A child that left nothing behind takes the next case (hermes's
 imports cost ~1.3 s of CPU per child); the driver first puts the environment,
 ``HERMES_HOME`` and hermes's process-wide caches back as the warm-up left them
-(``hermes_fresh``), or declines reuse when it cannot vouch for them. Three hermes API modes run: ``chat`` is ``chat_completions``,
+(``hermes_driver.fresh``), or declines reuse when it cannot vouch for them. Three hermes API modes run: ``chat`` is ``chat_completions``,
 ``responses`` is ``codex_responses``, ``messages`` is ``anthropic_messages``. A turn in
 which hermes ran the tool with cut arguments is reported as raised
 ``ExecutedTruncatedToolCall``, which classification turns into the outcome
@@ -55,7 +55,12 @@ from harness.targets.base import (
     Target,
     TargetUnsupported,
 )
-from harness.targets.hermes_spec import SETTING_ENV, UNMAPPED_SETTINGS, hermes_config, hermes_env
+from harness.targets.hermes.in_venv.hermes_driver.spec import (
+    SETTING_ENV,
+    UNMAPPED_SETTINGS,
+    hermes_config,
+    hermes_env,
+)
 
 __all__ = [
     "DEFAULT_HERMES_PYTHON",
@@ -74,10 +79,12 @@ __all__ = [
     "unavailable_reason",
 ]
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 #: Where ``ci/setup`` installs hermes-agent (``HARNESS_HERMES_PYTHON`` overrides).
 DEFAULT_HERMES_PYTHON = _PROJECT_ROOT / ".cache" / "hermes-venv" / "bin" / "python"
-DRIVER_PATH = Path(__file__).resolve().with_name("hermes_driver.py")
+#: The directory hermes's python runs (``python -I DRIVER_PATH``): its ``__main__.py`` and
+#: the ``hermes_driver`` package, nothing else, so nothing of ours shadows hermes's modules.
+DRIVER_PATH = Path(__file__).resolve().with_name("in_venv")
 #: hermes's retry backoff (2 s, 4 s, jittered; 3 attempts) does not scale with
 #: ``time_scale``: a failing call needs this long before hermes gives up on its own.
 #: At its time-scale floor the slowest (messages_mid_stream_stall: three stalled
@@ -104,7 +111,7 @@ class HermesTarget(Target):
     min_ceiling_s: ClassVar[float] = HERMES_MIN_CEILING_S
     min_time_scale: ClassVar[float] = HERMES_MIN_TIME_SCALE
     #: A clean child takes the next case (the driver restores hermes's process-wide
-    #: state before each job: ``hermes_fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
+    #: state before each job: ``hermes_driver.fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
     reusable = _ReuseSwitch()  # type: ignore[assignment]
     #: Its warm child keeps hermes's activity-monitor thread, and every copy would share
     #: the warm-up's HERMES_HOME: never forked.

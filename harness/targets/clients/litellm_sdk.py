@@ -3,7 +3,7 @@
 LiteLLM pins its own openai/httpx versions, so it lives in its own virtualenv
 (``ci/setup`` makes ``.cache/litellm-venv``, with the ``proxy`` extra the
 ``litellm-proxy`` target also needs). The child is that venv's python running the
-ordinary child protocol (a :class:`~harness.targets.venv.VenvTarget`; the harness
+ordinary child protocol (a :class:`~harness.targets.runtime.venv.VenvTarget`; the harness
 package comes from ``PYTHONPATH``), so the process the runner kills and counts is the
 one that imported litellm.
 
@@ -24,7 +24,7 @@ traffic to loopback only).
 
 When the venv is missing, every job is skipped with the reason (tests skip, CI fails).
 
-Not here: the proxy server (``harness.targets.litellm_proxy``).
+Not here: the proxy server (``harness.targets.clients.litellm_proxy``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
-from harness.targets.venv import CACHE_DIR, VenvTarget
+from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
 
 __all__ = [
     "CHILD_ENV",

@@ -1,11 +1,11 @@
 """The parent side of the target protocol: start a child, feed it a job, read its result.
 
-:class:`TargetProcess` wraps one ``python -m harness.targets.child NAME`` process.
+:class:`TargetProcess` wraps one ``python -m harness.targets.runtime.child NAME`` process.
 Every wait takes an absolute ``time.monotonic()`` deadline and blocks in ``select`` on
 the child's stdout, so a hung child costs nothing while the runner waits for it and is
 stopped with SIGKILL at the runner's ceiling.
 
-Not here: the protocol's child side (``harness.targets.child``) or outcomes.
+Not here: the protocol's child side (``harness.targets.runtime.child``) or outcomes.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Any
 
 from harness.environment import read_environment, scrubbed
 from harness.targets import load_target
-from harness.targets.forking import ForkedProcess, fork_child
-from harness.targets.preflight import child_python, with_python
+from harness.targets.runtime.forking import ForkedProcess, fork_child
+from harness.targets.runtime.preflight import child_python, with_python
 
 __all__ = ["ChildFailed", "TargetProcess"]
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class ChildFailed(RuntimeError):

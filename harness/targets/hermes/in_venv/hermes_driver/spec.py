@@ -2,10 +2,10 @@
 reference-client settings onto hermes's own environment variables and config.
 
 Pure and stdlib-only: it runs inside hermes-agent's virtualenv as part of
-``hermes_driver.py`` (loaded by path) and in the harness's venv, where
+the ``hermes_driver`` package and in the harness's venv, where
 ``harness.targets.hermes`` reads :data:`SETTING_ENV` and friends for reports.
 
-Not here: running hermes (``hermes_turns``) or the process entry (``hermes_driver``).
+Not here: running hermes (``turns``) or the process entry (``main``).
 """
 
 from __future__ import annotations

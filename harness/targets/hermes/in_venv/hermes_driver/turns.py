@@ -1,15 +1,15 @@
 """Run hermes-agent turns and say what came back: the part of the hermes driver that
 touches hermes.
 
-Runs inside hermes-agent's virtualenv (``hermes_driver.py`` loads it by path, with its
-siblings ``hermes_spec`` and ``protocol``); stdlib and hermes only. It builds one real
-``run_agent.AIAgent`` (one harmless tool, ``hermes_tool``; no memory, no context files) in a scratch
+Runs inside hermes-agent's virtualenv (part of the ``hermes_driver`` package, with its
+siblings ``spec`` and ``protocol``); stdlib and hermes only. It builds one real
+``run_agent.AIAgent`` (one harmless tool, ``tool``; no memory, no context files) in a scratch
 ``HERMES_HOME``, runs a spec's turns on it (rebuilding the primary OpenAI client
 between turns through ``_replace_primary_openai_client`` where asked), and turns a
 finished run into the child protocol's result fields (:func:`protocol_result`).
 
-Not here: spec validation (``hermes_spec``), the process entry and command loop
-(``hermes_driver``), judging what hermes returned (``harness.outcome``).
+Not here: spec validation (``spec``), the process entry and command loop
+(``main``), judging what hermes returned (``harness.outcome``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import hermes_tool
-from .hermes_spec import DEFAULT_API_KEY, DEFAULT_CONTEXT_LENGTH, DEFAULT_MODEL, merge
+from . import tool
 from .protocol import MAX_MESSAGE_CHARS, describe_exception
+from .spec import DEFAULT_API_KEY, DEFAULT_CONTEXT_LENGTH, DEFAULT_MODEL, merge
 
 __all__ = [
     "DRIVER_VERSION",
@@ -73,7 +73,7 @@ _AGENT_OPTIONS = {
     "quiet_mode": True,
     "skip_context_files": True,
     "skip_memory": True,
-    "enabled_toolsets": [hermes_tool.TOOLSET],  # one harmless tool (hermes_tool)
+    "enabled_toolsets": [tool.TOOLSET],  # one harmless tool (tool)
     "platform": "cli",
 }
 
@@ -94,7 +94,7 @@ def run_turns(
     """Build the agent and run the turns; HERMES_HOME and the env must already be set."""
     from run_agent import AIAgent  # noqa: PLC0415 - must follow the env setup
 
-    hermes_tool.register()
+    tool.register()
     mark = on_event or (lambda kind, detail="": None)
     # what hermes reads, not what the spec asked for: a reused child must show no more
     environ = {k: v for k, v in os.environ.items() if k.startswith("HERMES_") and k not in _OWN}
@@ -151,16 +151,16 @@ def protocol_result(run: dict[str, Any]) -> dict[str, Any]:
     turn = next((t for t in run["turns"] if not _clean(t)), run["turns"][-1])
     where = f"turn {turn['index'] + 1}/{count}: " if count > 1 and not _clean(turn) else ""
     cut = next(
-        (a for t in run["turns"] for a in t.get("tool_calls") or () if hermes_tool.truncated(a)),
+        (a for t in run["turns"] for a in t.get("tool_calls") or () if tool.truncated(a)),
         None,
     )
     if cut is not None:
         # the agent ran a tool call whose arguments were cut: worse than any reply
-        message = f"hermes executed {hermes_tool.TOOL_NAME} with cut arguments {cut!r}"
+        message = f"hermes executed {tool.TOOL_NAME} with cut arguments {cut!r}"
         return {
             "status": "raised",
-            "error": hermes_tool.EXECUTED_TRUNCATED_MRO[0],
-            "mro": list(hermes_tool.EXECUTED_TRUNCATED_MRO),
+            "error": tool.EXECUTED_TRUNCATED_MRO[0],
+            "mro": list(tool.EXECUTED_TRUNCATED_MRO),
             "message": message[:MAX_MESSAGE_CHARS],
             "causes": [],
             "details": details,
@@ -202,7 +202,7 @@ def warm_up() -> None:
     runs a turn."""
     from run_agent import AIAgent  # noqa: PLC0415 - after HERMES_HOME is set
 
-    hermes_tool.register()
+    tool.register()
     AIAgent(
         base_url=WARM_UP_BASE_URL,
         api_key=DEFAULT_API_KEY,
@@ -253,7 +253,7 @@ def _finish_reason(turn: dict[str, Any]) -> str | None:
 
 def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
     t0 = time.monotonic()
-    before = len(hermes_tool.executed())
+    before = len(tool.executed())
     result: dict[str, Any] = {}
     exception = None
     try:
@@ -275,7 +275,7 @@ def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
         "failure_reason": _str_or_none(result.get("failure_reason")),
         "api_calls": result.get("api_calls"),
         "exception": exception,
-        "tool_calls": [c["arguments"] for c in hermes_tool.executed()[before:]],
+        "tool_calls": [c["arguments"] for c in tool.executed()[before:]],
         "t_start": t0,
         "t_end": t1,
         "elapsed_s": t1 - t0,

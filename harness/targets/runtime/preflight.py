@@ -10,7 +10,7 @@ interpreter once, with the child's ``PYTHONPATH``: it imports the child runtime
 Built-in targets are not probed (``ci/setup`` builds their venvs, and a missing one is
 reported per case as skipped, so tests skip and CI fails).
 
-Not here: starting the child (``harness.targets.process``).
+Not here: starting the child (``harness.targets.runtime.process``).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ __all__ = [
 #: How long the interpreter may take to import the client (a big SDK on a busy machine).
 DEFAULT_PROBE_TIMEOUT_S = 120.0
 #: The package root the child's ``PYTHONPATH`` starts with (as ``process.spawn`` sets it).
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 # Run in the target's interpreter: one line on stdout, exit 3 when a module is missing.
 _PROBE = r"""
 import importlib, sys
 module, qualname, requires = sys.argv[1], sys.argv[2], sys.argv[3:]
 try:
-    import harness.targets.child
+    import harness.targets.runtime.child
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job
+from harness.targets.runtime.warmup import warm_up_target
 from harness.targets.sdk_client import SDKClientTarget
-from harness.targets.warmup import warm_up_target
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -42,7 +42,7 @@ class AnthropicSDKTarget(SDKClientTarget):
 
     def prepare(self) -> None:
         # The first SDK call of a process pays for lazy imports and model building: pay
-        # it here, before the runner's baseline (see harness.targets.warmup).
+        # it here, before the runner's baseline (see harness.targets.runtime.warmup).
         warm_up_target(self, apis=self.apis)
 
     def make_client(self, job: Job) -> Any:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job
-from harness.targets.guard_common import guard_settings, reraise_typed
-from harness.targets.openai_sdk import OpenAISDKTarget
+from harness.targets.clients.guard_common import guard_settings, reraise_typed
+from harness.targets.clients.openai_sdk import OpenAISDKTarget
 
 __all__ = ["OpenAISDKGuardTarget"]
 

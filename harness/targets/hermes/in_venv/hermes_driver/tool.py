@@ -1,6 +1,6 @@
 """The one tool the hermes target registers: ``record_note``, harmless by design.
 
-Loaded by path inside hermes-agent's virtualenv (like ``hermes_turns``): standard
+Part of the hermes driver, inside hermes-agent's virtualenv (like ``turns``): standard
 library and hermes only. The tool does nothing but append its arguments to
 ``$HERMES_HOME/tool_calls.jsonl``, so a scenario can tell whether hermes *executed* a
 tool call -- in particular one whose arguments the fault server cut mid-stream.

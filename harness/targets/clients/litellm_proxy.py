@@ -30,9 +30,9 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from harness.targets.base import CallResult, EventLog, Job, TargetUnsupported
-from harness.targets.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
-from harness.targets.openai_sdk import OpenAISDKTarget
-from harness.targets.reference import ReferenceTarget
+from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
+from harness.targets.clients.openai_sdk import OpenAISDKTarget
+from harness.targets.clients.reference import ReferenceTarget
 
 __all__ = ["LiteLLMProxyReferenceTarget", "LiteLLMProxySDKTarget", "upstream_of"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.anthropic_sdk import create_message, message_kwargs
 from harness.targets.base import CallResult, EventLog, Job, follow_up
-from harness.targets.guard_common import guard_settings, reraise_typed
-from harness.targets.openai_sdk import OpenAISDKTarget
+from harness.targets.clients.anthropic_sdk import create_message, message_kwargs
+from harness.targets.clients.guard_common import guard_settings, reraise_typed
+from harness.targets.clients.openai_sdk import OpenAISDKTarget
 
 __all__ = ["AnthropicSDKGuardTarget"]
 

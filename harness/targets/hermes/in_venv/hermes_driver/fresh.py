@@ -1,8 +1,8 @@
 """Make a reused hermes child start every job as a fresh child would.
 
-Loaded by path inside hermes-agent's virtualenv (like ``hermes_turns``): standard
+Part of the hermes driver, inside hermes-agent's virtualenv (like ``turns``): standard
 library and hermes only. A hermes child imports hermes and builds a throwaway agent
-once (``hermes_turns.warm_up``, ~1.3 s of CPU); reusing it for the next job is only
+once (``turns.warm_up``, ~1.3 s of CPU); reusing it for the next job is only
 sound if nothing a job changed survives into the next one. :class:`Baseline` is taken
 after the warm-up, at the state in which a fresh child starts its first job, and
 :meth:`Baseline.restore` puts that state back before every job:
@@ -27,7 +27,7 @@ Not reset, and why: everything hermes keeps per agent (the stale-stream streak,
 new ``AIAgent``; pure memo caches of pure functions (``functools.lru_cache`` on
 ``urlsplit``, pydantic type adapters); values resolved once from the machine and the
 base environment (time zone, WSL, browser flags; the toolchain probe for the system
-prompt is off: ``hermes_turns.PINNED_CONFIG``), the same for every job; display settings and log-once flags
+prompt is off: ``turns.PINNED_CONFIG``), the same for every job; display settings and log-once flags
 (``agent.display``, ``*_warned``), which change no request; log handlers and the
 activity-monitor thread, part of the child's leak baseline.
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from harness.replies import render_tool_call
 from harness.targets.base import CallResult, EventLog, Job, follow_up
+from harness.targets.runtime.warmup import warm_up_target
 from harness.targets.sdk_client import SDKClientTarget
-from harness.targets.warmup import warm_up_target
 
 __all__ = ["OpenAISDKTarget"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from harness.targets.base import EventLog, Job
-from harness.targets.reference import scaled_settings
+from harness.targets.clients.reference import scaled_settings
 
 __all__ = ["guard_settings", "reraise_typed"]
 

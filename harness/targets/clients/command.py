@@ -32,7 +32,7 @@ leaves its process group (``setsid``) escapes the guardian but not the leak coun
 Shipped examples (``harness/targets/examples/``): ``curl_chat.sh`` (curl + jq, no SDK)
 and ``node_chat.mjs`` (Node's built-in fetch).
 
-Not here: the child protocol (``harness.targets.child``), leak counting (``harness.leaks``).
+Not here: the child protocol (``harness.targets.runtime.child``), leak counting (``harness.leaks``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ __all__ = [
     "program_env",
 ]
 
-EXAMPLES_DIR = Path(__file__).resolve().with_name("examples")
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 #: What a program that declares nothing is taken to speak.
 DEFAULT_APIS: tuple[str, ...] = ("chat",)
 _KNOWN_APIS = ("chat", "responses", "messages")
@@ -143,7 +143,7 @@ class CommandTarget(Target):
     @classmethod
     def command(cls) -> list[str]:
         # The class is made per path: the child rebuilds it from the name, not an import path.
-        return [sys.executable, "-m", "harness.targets.child", cls.name]
+        return [sys.executable, "-m", "harness.targets.runtime.child", cls.name]
 
     def prepare(self) -> None:
         # Orphans of the program re-parent to this process, so they stay in the tree the
