@@ -303,26 +303,17 @@ def _turn_summary(turn: dict[str, Any]) -> str:
 
 
 def _transport_facts(agent: Any) -> dict[str, Any]:
-    """The primary client's httpx settings as hermes built them (best effort)."""
+    """The primary client's httpx timeouts as hermes configured them (declared, not
+    observed). Its socket options are not read here: the runner reads them from the
+    live sockets (``harness.posture``; requests go through ``_mounts``, not
+    ``_transport``, so reading the client's attributes told a false story)."""
     facts: dict[str, Any] = {}
     http = getattr(getattr(agent, "client", None), "_client", None)
-    if http is None:
-        return facts
     timeout = getattr(http, "timeout", None)
     if timeout is not None:
         facts["timeout"] = {
             name: getattr(timeout, name, None) for name in ("connect", "read", "write", "pool")
         }
-    transports = [getattr(http, "_transport", None)]
-    transports += list(getattr(http, "_mounts", {}).values())
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        if pool is None:
-            continue
-        opts = getattr(pool, "_socket_options", None)
-        facts["socket_options"] = [list(o) for o in opts] if opts else []
-        facts["keepalive_expiry_s"] = getattr(pool, "_keepalive_expiry", None)
-        break
     return facts
 
 
