@@ -183,6 +183,14 @@ class EventLog:
         else:
             self.dropped += 1
 
+    def caught(self, exc: BaseException) -> None:
+        """Report an exception the client caught and turned into something else (an
+        error text returned as the reply, a wrapper of its own): its chain is the cause
+        the reports name (``details.caught``; the last one reported wins)."""
+        from harness.targets.runtime.protocol import describe_chain  # noqa: PLC0415
+
+        self.details["caught"] = describe_chain(exc)
+
 
 class Target(ABC):
     """One client stack under test. Instantiated once per child process."""
@@ -217,6 +225,14 @@ class Target(ABC):
     #: Modules the child imports in ``prepare()`` / ``call()`` (the client), checked in
     #: the child's interpreter at start so a missing one is one line, not a dead child.
     requires: ClassVar[tuple[str, ...]] = ()
+    #: The command that installs what this target needs here, named when it cannot run.
+    install: ClassVar[str] = "bash ci/setup"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this target cannot run on this machine (its venv or package is missing),
+        or None when it can. Looks on disk only; starts nothing."""
+        return None
 
     @classmethod
     def command(cls) -> list[str]:
