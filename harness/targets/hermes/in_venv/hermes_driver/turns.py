@@ -46,6 +46,8 @@ __all__ = [
 PINNED_CONFIG: dict[str, Any] = {
     "model": {"context_length": DEFAULT_CONTEXT_LENGTH},
     "agent": {"environment_probe": False},
+    # hermes's own switch: never pip-install a provider SDK mid-case (deps).
+    "security": {"allow_lazy_installs": False},
 }
 
 DRIVER_VERSION = 1
