@@ -26,6 +26,8 @@ Variables:
                                      takes the next case; to compare outcomes both ways)
 ``HARNESS_FORK_CHILDREN``            "0": start every target child from scratch (default:
                                      fork it from a warm copy, ``targets.forking``)
+``HARNESS_TARGET_PYTHON``            the interpreter ``package.module:Class`` targets' children
+                                     run in (``--target-python`` sets it for a run)
 ==================================  =====================================================
 """
 
@@ -41,6 +43,7 @@ __all__ = [
     "Environment",
     "EnvironmentError_",
     "MAX_TIME_SCALE",
+    "TARGET_PYTHON_VAR",
     "TIME_SCALE_ALLOWED",
     "check_time_scale",
     "read_environment",
@@ -93,10 +96,15 @@ class Environment:
     extra_targets: bool = False
     hermes_reuse: bool = True
     fork_children: bool = True
+    target_python: str | None = None
 
     @property
     def live_enabled(self) -> bool:
         return self.live_tests and bool(self.openrouter_api_key)
+
+
+#: The variable ``--target-python`` sets (the runner hands it to every child start).
+TARGET_PYTHON_VAR = "HARNESS_TARGET_PYTHON"
 
 
 def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
@@ -116,6 +124,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         extra_targets=(env.get("HARNESS_EXTRA_TARGETS") or "").strip() == "1",
         hermes_reuse=(env.get("HARNESS_HERMES_REUSE") or "").strip() != "0",
         fork_children=(env.get("HARNESS_FORK_CHILDREN") or "").strip() != "0",
+        target_python=(env.get(TARGET_PYTHON_VAR) or "").strip() or None,
     )
 
 

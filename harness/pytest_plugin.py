@@ -7,9 +7,14 @@ cannot break unrelated test suites.
 
 Fixtures::
 
-    fault_server           a started FaultServer (127.0.0.1, free port, the run's time scale)
+    fault_server           a started FaultServer (127.0.0.1, free port, the run's time scale);
+                           a script through indirect parametrization
     fault_server_factory   fault_server_factory(script=None, **kwargs) -> started FaultServer;
                            every server it made is stopped at teardown
+
+A script is a ``FaultScript``, the dict a scenario's ``[script]`` table holds, or the
+path of a TOML file holding that table (``harness.script_input``); bad input fails the
+test with the scenario loader's one-line message (file, field, allowed values).
     scenario               the CaseResult of the test's ``transport_scenario`` marker
 
 Marker::
@@ -173,10 +178,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def fault_server(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A started fault server with an empty script at the run's time scale."""
+    """A started fault server at the run's time scale; its script is the test's indirect
+    parameter (``@pytest.mark.parametrize("fault_server", [script], indirect=True)``),
+    else empty."""
     from harness.server import FaultServer
 
-    with FaultServer(time_scale=option_value(request.config, "time_scale")) as server:
+    script = _script(getattr(request, "param", None))
+    with FaultServer(script, time_scale=option_value(request.config, "time_scale")) as server:
         yield server
 
 
@@ -190,7 +198,7 @@ def fault_server_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..
 
     def make(script: Any = None, **kwargs: Any) -> Any:
         kwargs.setdefault("time_scale", time_scale)
-        server = FaultServer(script, **kwargs).start()
+        server = FaultServer(_script(script), **kwargs).start()
         servers.append(server)
         return server
 
@@ -229,6 +237,19 @@ def scenario(request: pytest.FixtureRequest) -> Any:
         pytest.fail(str(exc), pytrace=False)
     settings = RunSettings(time_scale=option_value(request.config, "time_scale"), jobs=1)
     return run_cases([(chosen[0], target)], settings=settings)[0]
+
+
+def _script(value: Any) -> Any:
+    """A FaultScript from a FaultScript, a dict or a TOML path; bad input fails the test
+    with one line."""
+    from harness.scenario_errors import ScenarioError
+    from harness.script_input import script_input
+
+    try:
+        return script_input(value)
+    except ScenarioError as exc:
+        problem = str(exc)  # failed outside the handler: no "during handling" chain
+    pytest.fail(problem, pytrace=False)
 
 
 def _marker_args(name: str, target: str = "reference") -> tuple[str, str]:

@@ -63,6 +63,7 @@ COMMAND_MODULES = (
     "harness.cli.tools",
     "harness.cli.reports",
     "harness.cli.posture",
+    "harness.cli.docs",
 )
 
 # Kept for callers of the former single-module CLI.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,12 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str) -> None
     )
     parser.add_argument(
         "--scenarios-dir", metavar="DIR", help="scenario directory (default: the catalog)"
+    )
+    parser.add_argument(
+        "--target-python",
+        metavar="PYTHON",
+        help="the interpreter package.module:Class targets run in (e.g. another venv's "
+        "bin/python; it needs only the client: checked before any case runs)",
     )
 
 
@@ -184,8 +191,11 @@ def exclude(scenarios: list[Any], patterns: Sequence[str]) -> list[Any]:
     return [s for s in scenarios if not any(fnmatch.fnmatchcase(s.name, p) for p in patterns)]
 
 
-def selected_targets(args: argparse.Namespace, default: Sequence[str] | None = None) -> list[str]:
-    """``--target`` values (default ``default``, else the runner's), each one checked."""
+def selected_targets(
+    args: argparse.Namespace, default: Sequence[str] | None = None, *, to_run: bool = True
+) -> list[str]:
+    """``--target`` values (default ``default``, else the runner's), each one checked
+    (``to_run``: also that it can be loaded and its child started)."""
     from harness.runner import DEFAULT_TARGETS
     from harness.targets import allowed_targets, is_target
 
@@ -193,7 +203,25 @@ def selected_targets(args: argparse.Namespace, default: Sequence[str] | None = N
     for t in targets:
         if not is_target(t):
             raise UsageError(f"--target {t!r} is not valid; allowed: {allowed_targets()}")
-    return list(dict.fromkeys(targets))
+    targets = list(dict.fromkeys(targets))
+    if to_run:
+        check_runnable(targets, python=getattr(args, "target_python", None))
+    return targets
+
+
+def check_runnable(targets: Sequence[str], *, python: str | None) -> None:
+    """Each target can be loaded and its child's interpreter has what it needs, before
+    any case runs (one line, exit 2); ``python`` (``--target-python``) is handed to
+    every child start through the environment the runner passes on."""
+    from harness.environment import TARGET_PYTHON_VAR
+    from harness.targets.runtime.preflight import TargetProblem, check_targets
+
+    try:
+        check_targets(list(targets), python=python)
+    except TargetProblem as exc:
+        raise UsageError(str(exc)) from None
+    if python is not None:
+        os.environ[TARGET_PYTHON_VAR] = python  # read by RunSettings.environ's default
 
 
 def with_overlays(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 from typing import Any
 
 from harness.cli.availability import require_runnable
@@ -123,15 +124,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     cases = plan(scenarios, targets, shard=shard)
     if not cases:
         raise UsageError("no case to run: no scenario selected")
+    started = time.monotonic()
     runs = run_with_progress(repeat_cases(cases, args.repeat), settings, quiet=args.quiet)
     results = fold(runs)  # one result per case; with --repeat, the spread on it
+    # One target's whole run: its wall time, for a scorecard made later with --from (a
+    # joint or sharded run has none of its own per target).
+    wall_s = {targets[0]: time.monotonic() - started} if len(targets) == 1 and not shard else None
     render_console(
         results,
         console=out_console(),
         title=f"time_scale={settings.time_scale}" + (f"  shard {shard}" if shard else ""),
     )
     if args.json:
-        write_json(args.json, results, shard=str(shard) if shard else None)
+        write_json(args.json, results, shard=str(shard) if shard else None, wall_s=wall_s)
     if args.junit:
         write_junit(args.junit, results)
     if args.markdown:

@@ -132,7 +132,7 @@ def _from_reports(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]
         wall_s.update(load_wall_times(path))
     results = list(merged.values())
     if args.target:
-        wanted = selected_targets(args)
+        wanted = selected_targets(args, to_run=False)
         results = [r for r in results if r.target in wanted]
     if args.scenarios:
         results = [

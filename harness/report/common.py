@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "not_run_reasons",
     "ran",
     "summary_counts",
+    "target_label",
     "verdict",
 ]
 
@@ -114,6 +116,22 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "fail": sum(1 for r in run if verdict(r) == "fail"),
         "flaky": sum(1 for r in run if getattr(r, "flaky", False)),
     }
+
+
+@functools.cache
+def target_label(target: str) -> str:
+    """How reports name a ``-t`` target: its class's ``name``, with the import path when
+    they differ (``my-agent (mypkg.agent:MyAgent)``); the name as given otherwise, also
+    for a result from a machine where its class cannot be loaded."""
+    if ":" not in target or target.startswith(("mutant:", "command:")):
+        return target
+    from harness.targets import load_target  # noqa: PLC0415 - only for path targets
+
+    try:
+        name = getattr(load_target(target), "name", "") or ""
+    except (ImportError, AttributeError, ValueError):
+        return target
+    return f"{name} ({target})" if name and name != target else target
 
 
 def not_run_reasons(results: Sequence[Any]) -> list[str]:

@@ -30,6 +30,7 @@ from harness.report.common import (
     has_verdicts,
     not_run_reasons,
     summary_counts,
+    target_label,
     verdict,
 )
 from harness.report.posture import target_postures
@@ -60,7 +61,7 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
     table = Table(title=title, header_style="bold")
     table.add_column("scenario", overflow="fold")
     for target in targets:
-        table.add_column(f"{target}\noutcome (✓ = as expected)", overflow="fold")
+        table.add_column(f"{target_label(target)}\noutcome (✓ = as expected)", overflow="fold")
         if verdicts:
             table.add_column("verdict", overflow="fold")
         table.add_column("latency", justify="right", no_wrap=True)

@@ -19,6 +19,7 @@ from harness.report.common import (
     has_verdicts,
     not_run_reasons,
     summary_counts,
+    target_label,
     verdict,
 )
 from harness.report.posture import target_postures
@@ -58,7 +59,9 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
         )
     lines += [
         "",
-        "| scenario | " + " | ".join(f"{t} " + per_target.format(t=t) for t in targets) + " |",
+        "| scenario | "
+        + " | ".join(f"{target_label(t)} " + per_target.format(t=t) for t in targets)
+        + " |",
         "|---|" + ("---|---|---|---:|" if verdicts else "---|---|---:|") * len(targets),
     ]
     for name in dict.fromkeys(r.scenario for r in results):

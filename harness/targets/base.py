@@ -52,8 +52,8 @@ How to add a target
 
    Raise whatever the client raises: the child reports the class and its MRO, and an
    ``expected = "error:Base"`` matches any base class. Call ``log.mark("first_chunk")``
-   etc. to add client events to ``harness explain``. Override :meth:`Target.command` to
-   run in another interpreter (another venv).
+   etc. to add client events to ``harness explain``. Set ``python`` (and ``requires``)
+   to run in another interpreter (another venv): no override needed.
 
    An agent target that *executes* tool calls reports one it ran with cut arguments
    (arguments that are not a complete fault-server call: ``hermes_driver.tool.truncated``) by
@@ -77,10 +77,11 @@ Not here: judging results (``harness.outcome``) or scheduling (``harness.runner`
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -222,6 +223,14 @@ class Target(ABC):
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0
+    #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
+    #: None: the harness's own. The harness's child runtime is stdlib-only and comes
+    #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``
+    #: checks it at start). ``--target-python`` sets it for a run's ``module:Class`` targets.
+    python: ClassVar[str | None] = None
+    #: Modules the child imports in ``prepare()`` / ``call()`` (the client), checked in
+    #: the child's interpreter at start so a missing one is one line, not a dead child.
+    requires: ClassVar[tuple[str, ...]] = ()
     #: The command that installs what this target needs here, named when it cannot run.
     install: ClassVar[str] = "bash ci/setup"
 
@@ -233,11 +242,11 @@ class Target(ABC):
 
     @classmethod
     def command(cls) -> list[str]:
-        """The child command line; override to run in another interpreter."""
+        """The child command line: ``python`` (default the harness's) runs the child."""
         # The import path, not ``name``: an out-of-tree class's display name is not
         # registered anywhere the child could look it up.
         return [
-            sys.executable,
+            cls.python or sys.executable,
             "-m",
             "harness.targets.runtime.child",
             f"{cls.__module__}:{cls.__qualname__}",
@@ -289,23 +298,60 @@ def pause_between_calls(job: Job, log: EventLog) -> None:
         time.sleep(job.pause_s * job.time_scale)
 
 
-def follow_up(job: Job, log: EventLog, call: Callable[[str], str]) -> None:
+def follow_up(
+    job: Job, log: EventLog, call: Callable[[str], str | Awaitable[str]]
+) -> Awaitable[None]:
     """The contract's ``alive_after`` probe: after the job's calls (returned or raised),
     one healthy call through the *same* client, ``call(base_url) -> reply text``, against
     ``job.follow_up_url`` (a fault-free server). Recorded in ``log.details["follow_up"]``
     with the time it started, which is where the job's own calls ended. Call it before
-    closing the client, e.g. in the ``finally`` that closes it; it never raises."""
+    closing the client, e.g. in the ``finally`` that closes it; it never raises.
+
+    ``call`` may be async (an async client): then ``await follow_up(job, log, call)`` on
+    the client's own loop. A sync ``call`` is done when ``follow_up`` returns (what it
+    returns is a finished awaitable, so awaiting it is harmless)."""
     if job.follow_up_url is None:
-        return
+        return _DONE
     started = time.monotonic()
     log.mark("follow_up")
     try:
-        text = call(job.follow_up_url)
+        result = call(job.follow_up_url)
     except Exception as exc:  # noqa: BLE001 - the failure is the finding, reported as data
+        _record_follow_up(log, started, error=exc)
+        return _DONE
+    if inspect.isawaitable(result):
+        return _await_follow_up(log, started, result)
+    _record_follow_up(log, started, text=result)
+    return _DONE
+
+
+async def _await_follow_up(log: EventLog, started: float, pending: Awaitable[str]) -> None:
+    try:
+        text = await pending
+    except Exception as exc:  # noqa: BLE001 - the failure is the finding, reported as data
+        _record_follow_up(log, started, error=exc)
+    else:
+        _record_follow_up(log, started, text=text)
+
+
+def _record_follow_up(
+    log: EventLog, started: float, *, text: str | None = None, error: BaseException | None = None
+) -> None:
+    if error is not None:
         log.details["follow_up"] = {
             "ok": False,
             "t": started,
-            "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+            "error": f"{type(error).__name__}: {str(error)[:200]}",
         }
     else:
         log.details["follow_up"] = {"ok": bool(text), "t": started, "chars": len(text or "")}
+
+
+class _Done:
+    """An awaitable that is already finished: what a sync follow-up returns."""
+
+    def __await__(self) -> Iterator[None]:
+        return iter(())
+
+
+_DONE = _Done()

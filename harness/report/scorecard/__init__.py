@@ -78,8 +78,9 @@ class TargetTotals:
 
     @property
     def run_time_note(self) -> str:
-        """What follows the run time where it is not a wall time: `` (sum of cases)``."""
-        return "" if self.run_time_kind == "wall" else " (sum of cases)"
+        """What the run time is: `` wall`` (measured around the target's run), or
+        `` (sum of cases, not wall time)`` from reports that carry no wall time."""
+        return " wall" if self.run_time_kind == "wall" else " (sum of cases, not wall time)"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from harness.report.common import fmt_seconds
+from harness.report.common import fmt_seconds, target_label
 from harness.report.scorecard import Cell, Scorecard, cell_text
 from harness.report.scorecard.picture import COLOURS
 
@@ -21,6 +21,7 @@ th { background: #f5f5f5; }
 td.num { text-align: right; }
 td.v { font-family: ui-monospace, monospace; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #eee; }
+td, th { white-space: nowrap; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; }
 """
 
@@ -45,17 +46,17 @@ def render_html(scorecard: Scorecard, *, png: bytes | None = None) -> str:
         c = t.counts
         not_run, kind = t.not_run, t.run_time_note
         parts.append(
-            f"<tr><td>{escape(t.target)}</td><td class='num'>{c.get('pass', 0)}</td>"
+            f"<tr><td>{escape(target_label(t.target))}</td><td class='num'>{c.get('pass', 0)}</td>"
             f"<td class='num'>{c.get('safe', 0)}</td><td class='num'>{c.get('fail', 0)}</td>"
             f"<td class='num'>{not_run}</td><td class='num'>{fmt_seconds(t.run_s)}{kind}</td></tr>"
         )
     parts.append("</table>")
     if png is not None:
         data = base64.b64encode(png).decode("ascii")
-        parts.append(f'<img alt="verdict grid" src="data:image/png;base64,{data}">')
+        parts.append(f'<img id="picture" alt="verdict grid" src="data:image/png;base64,{data}">')
     parts.append(
-        "<table><tr><th>scenario</th>"
-        + "".join(f"<th>{escape(t)}</th>" for t in scorecard.targets)
+        '<table id="grid"><tr><th>scenario</th>'
+        + "".join(f"<th>{escape(target_label(t))}</th>" for t in scorecard.targets)
         + "</tr>"
     )
     for name in scorecard.scenarios:

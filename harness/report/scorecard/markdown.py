@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.report.common import fmt_seconds
+from harness.report.common import fmt_seconds, target_label
 from harness.report.scorecard import Cell, Scorecard
 
 __all__ = ["MARKS", "render_markdown"]
@@ -27,12 +27,12 @@ def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
         c = t.counts
         not_run, kind = t.not_run, t.run_time_note
         lines.append(
-            f"| {t.target} | {c.get('pass', 0)} | {c.get('safe', 0)} | {c.get('fail', 0)} "
+            f"| {target_label(t.target)} | {c.get('pass', 0)} | {c.get('safe', 0)} | {c.get('fail', 0)} "
             f"| {not_run} | {fmt_seconds(t.run_s)}{kind} |"
         )
     lines += [
         "",
-        "| scenario | " + " | ".join(scorecard.targets) + " |",
+        "| scenario | " + " | ".join(target_label(t) for t in scorecard.targets) + " |",
         "|---|" + "---|" * len(scorecard.targets),
     ]
     for name in scorecard.scenarios:

@@ -24,6 +24,7 @@ from typing import Any
 from harness.environment import read_environment, scrubbed
 from harness.targets import load_target
 from harness.targets.runtime.forking import ForkedProcess, fork_child
+from harness.targets.runtime.preflight import child_python, with_python
 
 __all__ = ["ChildFailed", "TargetProcess"]
 
@@ -67,6 +68,9 @@ class TargetProcess:
         forked from a warm server of its command and environment (``forking``)."""
         try:
             target_cls = load_target(target)
+            python = read_environment(environ).target_python
+            if python is not None and child_python(target_cls, target, python) == python:
+                target_cls = with_python(target_cls, python)
             command = target_cls.command()
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"target {target!r} cannot be loaded: {exc}") from exc
