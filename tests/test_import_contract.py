@@ -47,7 +47,7 @@ def test_the_package_keeps_the_import_contract() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("faults/base.py", "import harness.runner", "DESIGN.md layers BROKEN"),
+        ("faults/base.py", "import harness.runner", "docs/architecture.md layers BROKEN"),
         ("server/timeline.py", "import harness.client.errors", "meet only on the wire BROKEN"),
         ("outcome.py", "import harness.relay", "does not run network faults BROKEN"),
     ],
