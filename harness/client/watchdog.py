@@ -92,15 +92,17 @@ class _Enforcer:
 
     def report(self, kind: str | None) -> None:
         """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet)."""
-        if kind == "content":
-            self.content()
-        elif kind == "comment":
-            self.comment()
+        if kind is not None and self.state.activity(kind, self.now()):
+            self._moved_earlier()
 
     def content(self) -> None:
-        raise NotImplementedError
+        self.report("content")
 
     def comment(self) -> None:
+        self.report("comment")
+
+    def _moved_earlier(self) -> None:
+        """The earliest deadline may have moved earlier (the first activity)."""
         raise NotImplementedError
 
     def _fire(self, deadline: Deadline, now: float) -> None:
@@ -130,13 +132,24 @@ class Watchdog(_Enforcer):
         *,
         clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
+        one_attempt: bool = False,
+        on_exit: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(state, describe)
         self.clock = clock or MonotonicClock()
+        self.now = self.clock.now  # type: ignore[method-assign]  # once per stream event
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
         self._cancelled = False
+        #: the thread ends with its one attempt (fired or ended): ``harness.guard``'s
+        #: watchdog serves one request, and nothing of it may outlive that request
+        self._one_attempt = one_attempt
+        #: run by the thread as it exits, outside the lock (the guard closes an
+        #: abandoned body's connection there)
+        self._on_exit = on_exit
+        #: set when the thread has exited (after ``on_exit``); never set if never started
+        self.exited = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,7 +164,7 @@ class Watchdog(_Enforcer):
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="harness-watchdog", daemon=True)
+            self._thread = threading.Thread(target=self._main, name="harness-watchdog", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -181,13 +194,8 @@ class Watchdog(_Enforcer):
             return token
 
     def first_byte(self) -> None:
-        self._event(self.state.first_byte)
-
-    def content(self) -> None:
-        self._event(self.state.content)
-
-    def comment(self) -> None:
-        self._event(self.state.comment)
+        if self.state.first_byte(self.clock.now()):
+            self._moved_earlier()
 
     def end_attempt(self, token: AttemptToken) -> Deadline | None:
         """Disarm the attempt; returns the deadline that retired it, if one did."""
@@ -199,9 +207,6 @@ class Watchdog(_Enforcer):
             return token.retired_by
 
     # ------------------------------------------------------------------ questions
-
-    def now(self) -> float:
-        return self.clock.now()
 
     def next_deadline(self) -> Deadline | None:
         with self._cond:
@@ -231,18 +236,29 @@ class Watchdog(_Enforcer):
                 self.clock.wait(self._cond, until if hard is None else min(until, hard))
             return False
 
-    def _event(self, apply: Callable[[float], bool]) -> None:
-        """Apply one event; wake the thread only if the earliest deadline may have moved
-        earlier (the first activity); later deadlines it finds on waking. O(1) per event."""
+    def _moved_earlier(self) -> None:
+        """Wake the thread to reschedule. Activity events themselves take no lock: they
+        are plain stores (atomic under the GIL) that only move deadlines later, which
+        the thread finds when it wakes; only the first activity, which can move the
+        earliest deadline earlier, comes here. O(1) per event."""
         with self._cond:
-            if apply(self.clock.now()):
-                self._cond.notify_all()
+            self._cond.notify_all()
 
     # ------------------------------------------------------------------ the thread
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self._on_exit is not None:
+                self._on_exit()
+            self.exited.set()
 
     def _run(self) -> None:
         with self._cond:
             while not self._stopped:
+                if self._token is None and self._one_attempt and self.state.attempt:
+                    return  # its one attempt is over: nothing left to enforce
                 deadline = self.state.next_deadline() if self._token is not None else None
                 if deadline is None:
                     self.clock.wait(self._cond, None)
@@ -305,13 +321,8 @@ class AsyncWatchdog(_Enforcer):
         if self.state.first_byte(self.now()):
             self._arm()
 
-    def content(self) -> None:
-        if self.state.content(self.now()):
-            self._arm()
-
-    def comment(self) -> None:
-        if self.state.comment(self.now()):
-            self._arm()
+    def _moved_earlier(self) -> None:
+        self._arm()
 
     async def wait(self, delay_s: float) -> bool:
         """Wait ``delay_s`` between attempts (the caller never asks past the ceiling)."""
