@@ -59,6 +59,12 @@ class CaseResult:
     verdict: str = "fail"
     #: The contract checks this case failed (``harness.contract.CHECKS`` names).
     failed_checks: tuple[str, ...] = ()
+    #: The client sockets' posture, one entry per connection (``harness.posture``).
+    posture: tuple[Mapping[str, Any], ...] = ()
+    #: Why posture could not be read at all (not Linux, no permission); "" when it was.
+    posture_unreadable: str = ""
+    #: The ``dead_peer_bound`` check with its evidence (None: not asked).
+    dead_peer: Mapping[str, Any] | None = None
 
     @property
     def unaccounted_requests(self) -> int:
@@ -110,6 +116,9 @@ class CaseResult:
             "details": dict(self.details),
             "verdict": self.verdict,
             "failed_checks": list(self.failed_checks),
+            "posture": [dict(p) for p in self.posture],
+            "posture_unreadable": self.posture_unreadable or None,
+            "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
         }
 
     @classmethod
@@ -139,4 +148,7 @@ class CaseResult:
             details=dict(data.get("details") or {}),
             verdict=data.get("verdict", "fail"),
             failed_checks=tuple(data.get("failed_checks") or ()),
+            posture=tuple(data.get("posture") or ()),
+            posture_unreadable=data.get("posture_unreadable") or "",
+            dead_peer=data.get("dead_peer_bound"),
         )

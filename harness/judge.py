@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
+from harness.contract.dead_peer import judge_dead_peer
 from harness.leaks import Leaks
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
@@ -52,6 +53,8 @@ class Observed:
     stacks: str = ""
     #: The case did not run for a reason CI must not accept (a tier CI requires).
     not_run_is_mismatch: bool = False
+    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
+    posture: Any = None
 
 
 def judge_case(
@@ -86,6 +89,7 @@ def judge_case(
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
+    dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
     verdict = judge(
         contract,
         Facts(
@@ -100,6 +104,7 @@ def judge_case(
             leaks=None if observed.leaks is None else observed.leaks.total,
             late_requests=late,
             follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
+            dead_peer=dead_peer,
         ),
     )
     result = CaseResult(
@@ -126,6 +131,9 @@ def judge_case(
         details=dict((report or {}).get("details") or {}),
         verdict=verdict.verdict,
         failed_checks=verdict.failed_checks,
+        posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
+        posture_unreadable=_unreadable(observed.posture),
+        dead_peer=None if dead_peer is None else dead_peer.to_dict(),
     )
     return _with_match(result, expected, observed)
 
@@ -139,6 +147,11 @@ def _with_match(result: CaseResult, expected: Expected | None, observed: Observe
     if expected is None:  # nothing to regress against: the verdict alone judges it
         return replace(result, matched=True)
     return replace(result, matched=expected.matches(result.outcome) and not result.over_budget)
+
+
+def _unreadable(posture: Any) -> str:
+    """Why the case's posture could not be read ("" when it was, or was never tried)."""
+    return "" if posture is None or posture.readable else str(posture.reason)
 
 
 def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[Any]) -> Outcome:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import tcpstate
 
-__all__ = ["Leaks", "ProcessSnapshot", "leaks_between", "snapshot"]
+__all__ = ["Leaks", "ProcessSnapshot", "descendants", "leaks_between", "snapshot"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def snapshot(pid: int, *, proc: Path = Path("/proc")) -> ProcessSnapshot | None:
     None if ``pid`` is unreadable or gone (a descendant that exits meanwhile is skipped)."""
     try:
         fd_targets, threads = _process_holdings(proc / str(pid))
-        for child in _descendants(pid, proc=proc):
+        for child in descendants(pid, proc=proc):
             try:
                 child_fds, child_threads = _process_holdings(proc / str(child))
             except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
@@ -101,7 +101,7 @@ def _process_holdings(base: Path) -> tuple[list[str], int]:
     return fd_targets, len(os.listdir(base / "task"))
 
 
-def _descendants(pid: int, *, proc: Path) -> list[int]:
+def descendants(pid: int, *, proc: Path = Path("/proc")) -> list[int]:
     """Every live descendant of ``pid`` (from ``/proc/<pid>/task/<tid>/children``),
     breadth first, at most ``MAX_TREE_PROCESSES``."""
     found: list[int] = []

@@ -6,7 +6,9 @@ Toxiproxy or a kernel namespace when the scenario says so), a target child proce
 the runner waits for its result until the **outer ceiling** counted from the child's
 ``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
 before ``ready`` and never count against the case. A child that has not answered by
-then is killed (the case is ``hung``). Then the child's leaks are read from /proc
+then is killed (the case is ``hung``). While it runs, the posture of its client sockets
+is sampled (``harness.posture``: at each request the server reads, at each fault, and
+once more at the end, before a hung child is killed). Then the child's leaks are read from /proc
 (descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
 request records and timeline.
 
@@ -28,10 +30,11 @@ from harness.environment import read_environment
 from harness.judge import Observed
 from harness.leaks import Leaks, leaks_between, snapshot
 from harness.planning import RunSettings
+from harness.posture import Posture, sampling
 from harness.scenario import Scenario
 from harness.targets import load_target
 from harness.targets.base import Job
-from harness.targets.process import ChildFailed, TargetProcess
+from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 __all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "observe_case"]
 
@@ -122,6 +125,7 @@ def _run_in_child(
     stacks = ""
     leaks: Leaks | None = None
     started_t: float | None = None
+    posture: Posture | None = None
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
@@ -130,14 +134,17 @@ def _run_in_child(
         baseline = snapshot(child.pid)
         if scenario.backend == "kernel":
             net.watch(child.pid)
-        net.arm(timeout=ceiling_s)
-        child.run(job.to_dict())
-        first = child.wait_started(time.monotonic() + CHILD_START_S)
-        if first.get("event") == "result":
-            report = first
-        else:
-            started_t = float(first["t"])
-            report = child.wait_result(started_t + ceiling_s)
+        with sampling(child.pid, net.server, net.base_url) as sampler:
+            net.arm(timeout=ceiling_s)
+            child.run(job.to_dict())
+            first = child.wait_started(time.monotonic() + CHILD_START_S)
+            if first.get("event") == "result":
+                report = first
+            else:
+                started_t = float(first["t"])
+                report = child.wait_result(started_t + ceiling_s)
+            sampler.sample("end")  # a hung call's held connection, before the kill
+        posture = sampler.result()
         if report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
             child.kill()
@@ -172,6 +179,7 @@ def _run_in_child(
         leaks=leaks,
         started_t=started_t,
         stacks=stacks,
+        posture=posture,
     )
     return observed, reusable
 

@@ -48,7 +48,7 @@ from harness.planning import (
 from harness.scenario import Scenario
 from harness.scheduling import CaseQueue
 from harness.targets import expectation_key, load_target
-from harness.targets.process import ChildFailed, TargetProcess
+from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 __all__ = [
     "DEFAULT_JOBS",

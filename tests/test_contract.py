@@ -193,7 +193,7 @@ def test_bad_contract_table_names_the_file_and_the_field(tmp_path: Path, table, 
 
 
 def test_every_catalog_scenario_has_a_contract_and_check_names_are_stable():
-    assert len(set(CHECKS)) == len(CHECKS) == 13
+    assert len(set(CHECKS)) == len(CHECKS) == 14
     for s in load_catalog():
         c = contract_for(s)
         assert c.ideal in ("reply", "reply_or_error") and c.max_requests >= 1, s.name

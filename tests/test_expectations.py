@@ -28,7 +28,7 @@ NAMES = ["chat_healthy_stream", "chat_mid_stream_stall"]
 ROUND_TRIP = ["chat_healthy_stream", "chat_truncated_no_terminal", "html_502_page"]
 
 AGENT = '''
-from harness.targets.openai_sdk import OpenAISDKTarget
+from harness.targets.clients.openai_sdk import OpenAISDKTarget
 
 
 class MyAgent(OpenAISDKTarget):

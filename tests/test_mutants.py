@@ -19,7 +19,7 @@ from harness.runner import CaseResult, RunSettings, run_case
 from harness.scenario import CATALOG_DIR, load_catalog, load_scenario
 from harness.server import FaultServer
 from harness.targets import load_target
-from harness.targets.mutants import (
+from harness.targets.mutants.table import (
     BASELINE_TARGET,
     MUTANTS,
     DisabledDeadlineShown,

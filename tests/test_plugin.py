@@ -26,7 +26,7 @@ def test_marker_runs_an_out_of_tree_target_whose_name_is_not_its_path(pytester):
     # The child must be started with the import path: "my-agent" is registered nowhere.
     pytester.makepyfile(
         my_agent="""
-        from harness.targets.openai_sdk import OpenAISDKTarget
+        from harness.targets.clients.openai_sdk import OpenAISDKTarget
 
         class MyAgent(OpenAISDKTarget):
             name = "my-agent"

@@ -14,6 +14,7 @@
     harness proxy --upstream URL --script F   (fault proxy on a live upstream)
     harness bench server|watchdog|netem|proxy|guard [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
+    harness posture -t T [-t T2 ...] [--hold-s S] [--json F]   (socket posture per target)
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,
 2 on a usage or input error (bad scenario file, unknown target, bad option, a report
@@ -60,6 +61,7 @@ COMMAND_MODULES = (
     "harness.cli.scorecard",
     "harness.cli.tools",
     "harness.cli.reports",
+    "harness.cli.posture",
 )
 
 # Kept for callers of the former single-module CLI.

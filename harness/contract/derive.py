@@ -17,6 +17,8 @@ Derivation rules (each one line of why):
 - **bound_s**: unset: the call must end (return or raise) within the runner's outer
   ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
+- **dead_peer** / **dead_peer_bound_s**: a silent or dead peer fault
+  (``harness.contract.dead_peer``).
 
 Not here: the table's validation (``harness.contract.spec``) or the judgement.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.spec import ContractSpec
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
@@ -68,6 +71,10 @@ class Contract:
     no_leaks: bool = True
     #: Slow but alive: any deadline that fires is a false kill.
     alive: bool = False
+    #: A silent or dead peer: "waiting" / "in_flight" (``harness.contract.dead_peer``);
+    #: the transport must notice one within ``dead_peer_bound_s`` real seconds.
+    dead_peer: str | None = None
+    dead_peer_bound_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -92,10 +99,15 @@ def contract_for(scenario: Scenario) -> Contract:
         retry_after_s=max(retry_after) if retry_after else None,
         no_retry=no_retry,
         alive=scenario.is_alive,
+        **dead_peer_terms(scenario, getattr(_spec(scenario), "dead_peer_bound_s", None)),
     )
-    spec: ContractSpec = getattr(scenario, "contract", None) or ContractSpec()
+    spec = _spec(scenario)
     overrides = {k: v for k, v in spec.model_dump().items() if v is not None}
     return Contract(**{**derived.to_dict(), **overrides})
+
+
+def _spec(scenario: Scenario) -> ContractSpec:
+    return getattr(scenario, "contract", None) or ContractSpec()
 
 
 def _reply_possible(scenario: Scenario) -> bool:

@@ -17,6 +17,8 @@ computes from the fault script. Durations are scenario seconds (times the run's
     window_s = 1.0             # no more than that many requests in any such window
     alive_after = true         # a healthy follow-up call through the same client must work
     no_leaks = true            # nothing left open (threads, sockets) after the call returned
+    dead_peer_bound_s = 120    # a silent/dead-peer fault: the transport's posture must notice
+                               # a dead peer within this, real seconds (default 120)
 
 Not here: the defaults (``harness.contract.derive``) or the judgement.
 """
@@ -46,3 +48,4 @@ class ContractSpec(BaseModel):
     window_s: float | None = Field(default=None, gt=0)
     alive_after: bool | None = None
     no_leaks: bool | None = None
+    dead_peer_bound_s: float | None = Field(default=None, gt=0)

@@ -20,6 +20,10 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     alive_after             a healthy follow-up call through the same client succeeded
     no_leaks                no thread or socket left open after the call returned
     no_late_requests        no request sent after the call had returned
+    dead_peer_bound         a silent/dead-peer fault: the posture read from the client's
+                            sockets notices a dead peer within the bound
+                            (``harness.contract.dead_peer``; not applicable -- not
+                            failed -- where the posture cannot be read)
 
 ``pass``: the complete reply and every check clean. ``safe``: a clean typed error where
 the contract allows one (``ideal = "reply_or_error"``), every check clean. ``fail``:
@@ -34,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from harness.contract.dead_peer import DeadPeerCheck
 from harness.contract.derive import Contract
 from harness.outcome import Outcome
 
@@ -54,6 +59,7 @@ CHECKS = (
     "alive_after",
     "no_leaks",
     "no_late_requests",
+    "dead_peer_bound",
 )
 #: Error classes that say the client (or its target) broke, not that it reported a fault.
 UNCLEAN_ERRORS = frozenset(
@@ -92,6 +98,8 @@ class Facts:
     late_requests: int | None = None
     #: True / False: the follow-up call succeeded / failed; None: none was made.
     follow_up_ok: bool | None = None
+    #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
+    dead_peer: DeadPeerCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,7 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
         ("alive_after", not contract.alive_after or facts.follow_up_ok is not False),
         ("no_leaks", not contract.no_leaks or not facts.leaks),
         ("no_late_requests", not facts.late_requests),
+        ("dead_peer_bound", facts.dead_peer is None or not facts.dead_peer.failed),
     ]
 
 

@@ -9,5 +9,5 @@ reaches the client *through* a real middlebox instead of our own relay:
   kernel TCP states of both legs (client -> proxy, proxy -> provider) sampled over the
   call.
 
-Not here: the targets that talk to a gateway (``harness.targets.litellm_proxy``).
+Not here: the targets that talk to a gateway (``harness.targets.clients.litellm_proxy``).
 """

@@ -19,7 +19,7 @@ LiteLLM proxy defaults that apply (litellm 1.108, ``router.py`` / ``constants.py
 the Router's ``num_retries`` is ``openai.DEFAULT_MAX_RETRIES`` (2) and its ``timeout``
 ``litellm.request_timeout`` (6000 s); no stream timeout unless configured.
 
-Not here: the targets (``harness.targets.litellm_proxy``).
+Not here: the targets (``harness.targets.clients.litellm_proxy``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each *sequence* is one :class:`~harness.targets.base.Job` of three chats on one client
 with a rebuild before the third (``calls=3, rebuild_after=2``), run by the target the
 way the runner runs a scenario: in its own child process (``python -m
-harness.targets.child NAME``, or the target's own command: hermes runs three turns on
+harness.targets.runtime.child NAME``, or the target's own command: hermes runs three turns on
 one ``AIAgent`` and calls ``_replace_primary_openai_client`` between turns 2 and 3),
 stopped with SIGKILL at a ceiling. So ``harness live -t X`` judges any client the
 runner can run, with the same strictness as the in-process session:
@@ -151,7 +151,7 @@ def _run_sequence(
 ) -> list[CaseResult]:
     from harness.targets import load_target
     from harness.targets.base import Job
-    from harness.targets.process import ChildFailed, TargetProcess
+    from harness.targets.runtime.process import ChildFailed, TargetProcess
 
     # Chat where the target speaks it, else its first API (an Anthropic-only client).
     apis = tuple(getattr(load_target(target), "apis", None) or ("chat",))

@@ -29,6 +29,7 @@ from harness.report.common import (
     summary_counts,
     verdict,
 )
+from harness.report.posture import target_postures
 
 __all__ = ["render_console", "results_table", "short_label", "verdict_cell"]
 
@@ -165,6 +166,8 @@ def render_console(
         line.append(f"{counts['fail']} fail", style="bold red" if counts["fail"] else "")
         line.append(" (the expectation, not the verdict, decides the exit status)", style="dim")
         console.print(line)
+    for target, note in target_postures(results).items():
+        console.print(Text(f"posture {target}: {note}", style="dim"))
     for r in results:
         if not r.matched:
             console.print(

@@ -17,6 +17,7 @@ from harness.report.common import (
     summary_counts,
     verdict,
 )
+from harness.report.posture import target_postures
 
 __all__ = ["VERDICT_MARKS", "render_markdown", "write_markdown"]
 
@@ -73,6 +74,9 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 cells.append(_verdict_cell(r))
             cells.append(latency)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    postures = target_postures(results)
+    if postures:
+        lines += [""] + [f"Posture of {t}: {note}." for t, note in postures.items()]
     bad = [r for r in results if not r.matched]
     if bad:
         lines += ["", "### Mismatches", ""]

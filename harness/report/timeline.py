@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.outcome import FAULT_KINDS
+from harness.report.posture import connection_lines
 
 __all__ = ["relay_story", "render_timeline", "timeline_rows"]
 
@@ -111,6 +112,10 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         console.print(Text(RELAY_LEGEND, style="dim"))
         for line in story:
             console.print(Text(line, style="bold"))
+    for line in connection_lines(result):  # the sockets as they were, beside a hung stack
+        console.print(
+            Text(f"posture: {line}", style="bold" if result.outcome.kind == "hung" else "")
+        )
     if result.message:
         console.print(Text(result.message, style="dim"))
 

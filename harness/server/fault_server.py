@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.faults import FaultScript
@@ -155,6 +156,11 @@ class FaultServer:
 
     def requests(self) -> list[RequestRecord]:
         return self._core.timeline.requests()
+
+    def watch(self, kinds: Iterable[str], callback: Callable[[int, str], None] | None) -> None:
+        """``callback(conn, kind)`` for each timeline event of ``kinds`` from now on (on
+        the server's loop thread: it must return at once); None: stop."""
+        self._core.timeline.watch(kinds, callback)
 
     def wait_for(self, kind: str, *, timeout: float, count: int = 1) -> TimelineEvent:
         return self._core.timeline.wait_for(kind, timeout=timeout, count=count)

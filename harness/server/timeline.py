@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +111,15 @@ class Timeline:
         self._tail: list[_Raw] = []
         self._requests: list[RequestRecord] = []
         self._waiting = 0
+        # watch(): kinds whose recording calls a callback (the posture sampler's prompt)
+        self._watched: frozenset[str] = frozenset()
+        self._watcher: Callable[[int, str], None] | None = None
+
+    def watch(self, kinds: Iterable[str], callback: Callable[[int, str], None] | None) -> None:
+        """Call ``callback(conn, kind)`` for every event of ``kinds`` recorded from now
+        on, on the recording thread (so it must return at once); None: stop."""
+        self._watcher = callback
+        self._watched = frozenset(kinds) if callback is not None else frozenset()
 
     def record(self, conn: int, request: int | None, kind: str, **detail: Any) -> None:
         """Record an event now (the server's hot path: one call, one lock)."""
@@ -123,6 +132,8 @@ class Timeline:
                 self._tail = []
             if self._waiting:  # notify_all costs a microsecond per event even unwatched
                 self._cond.notify_all()
+        if kind in self._watched and self._watcher is not None:
+            self._watcher(conn, kind)
 
     def record_many(
         self, conn: int, request: int | None, kind: str, details: Sequence[_Detail]
@@ -155,6 +166,8 @@ class Timeline:
                 self._tail = []
             if self._waiting:
                 self._cond.notify_all()
+        if kind in self._watched and self._watcher is not None:
+            self._watcher(conn, kind)
 
     def add_request(self, record: RequestRecord) -> None:
         with self._cond:

@@ -42,17 +42,17 @@ __all__ = [
 
 #: The built-in targets, name -> "module:Class". Third-party ones use ``ENTRY_POINT_GROUP``.
 TARGETS: dict[str, str] = {
-    "reference": "harness.targets.reference:ReferenceTarget",
-    "openai-sdk": "harness.targets.openai_sdk:OpenAISDKTarget",
+    "reference": "harness.targets.clients.reference:ReferenceTarget",
+    "openai-sdk": "harness.targets.clients.openai_sdk:OpenAISDKTarget",
     "hermes": "harness.targets.hermes:HermesTarget",
-    "openai-sdk+guard": "harness.targets.openai_sdk_guard:OpenAISDKGuardTarget",
-    "anthropic-sdk+guard": "harness.targets.anthropic_sdk_guard:AnthropicSDKGuardTarget",
-    "anthropic-sdk": "harness.targets.anthropic_sdk:AnthropicSDKTarget",
-    "litellm": "harness.targets.litellm_sdk:LiteLLMTarget",
-    "litellm-proxy": "harness.targets.litellm_proxy:LiteLLMProxyReferenceTarget",
-    "litellm-proxy+openai-sdk": "harness.targets.litellm_proxy:LiteLLMProxySDKTarget",
-    "langchain-openai": "harness.targets.langchain_openai:LangChainOpenAITarget",
-    "openai-agents": "harness.targets.openai_agents:OpenAIAgentsTarget",
+    "openai-sdk+guard": "harness.targets.clients.openai_sdk_guard:OpenAISDKGuardTarget",
+    "anthropic-sdk+guard": "harness.targets.clients.anthropic_sdk_guard:AnthropicSDKGuardTarget",
+    "anthropic-sdk": "harness.targets.clients.anthropic_sdk:AnthropicSDKTarget",
+    "litellm": "harness.targets.clients.litellm_sdk:LiteLLMTarget",
+    "litellm-proxy": "harness.targets.clients.litellm_proxy:LiteLLMProxyReferenceTarget",
+    "litellm-proxy+openai-sdk": "harness.targets.clients.litellm_proxy:LiteLLMProxySDKTarget",
+    "langchain-openai": "harness.targets.clients.langchain_openai:LangChainOpenAITarget",
+    "openai-agents": "harness.targets.clients.openai_agents:OpenAIAgentsTarget",
 }
 #: Installed packages register targets here: ``name = "module:Class"``.
 ENTRY_POINT_GROUP = "harness.targets"
@@ -72,7 +72,7 @@ def required_in_ci(name: str, *, ci: bool, extra_targets: bool) -> bool:
 #: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
 #: no expectations of their own and are judged by the ``reference`` expectation.
 MUTANT_PREFIX = "mutant:"
-#: ``command:PATH`` runs any program as a target (``harness.targets.command``).
+#: ``command:PATH`` runs any program as a target (``harness.targets.clients.command``).
 COMMAND_PREFIX = "command:"
 
 
@@ -100,7 +100,7 @@ def load_target(name: str) -> type[Target]:
     """The target class for ``name``; ValueError names the allowed values.
 
     ``mutant:<name>`` is resolved by ``harness.targets.mutants.load_mutant_target(name)``;
-    ``command:PATH`` by ``harness.targets.command``; a ``module:Class`` path is imported
+    ``command:PATH`` by ``harness.targets.clients.command``; a ``module:Class`` path is imported
     as it is (ImportError / AttributeError propagate, so a broken target module is never
     mistaken for an unknown name).
     """
@@ -111,7 +111,7 @@ def load_target(name: str) -> type[Target]:
 
         return load_mutant_target(name)
     if name.startswith(COMMAND_PREFIX):
-        from harness.targets.command import load_command_target
+        from harness.targets.clients.command import load_command_target
 
         return load_command_target(name)
     registered = registered_targets()

@@ -1,7 +1,7 @@
 """The target interface: make one call against a base URL and say what came back.
 
 A target is a small class whose :meth:`Target.call` runs in a **child process**
-(``python -m harness.targets.child NAME``), so the runner can stop a hung call with
+(``python -m harness.targets.runtime.child NAME``), so the runner can stop a hung call with
 SIGKILL and count the sockets, descriptors and threads it leaves behind. The child
 speaks JSON lines on its stdout (its ``print`` output goes to stderr)::
 
@@ -55,7 +55,7 @@ How to add a target
    run in another interpreter (another venv).
 
    An agent target that *executes* tool calls reports one it ran with cut arguments
-   (arguments that are not a complete fault-server call: ``hermes_tool.truncated``) by
+   (arguments that are not a complete fault-server call: ``hermes_driver.tool.truncated``) by
    raising :class:`ExecutedTruncatedToolCall` (any exception with that class name in its
    MRO: ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
    the agent went on to return a reply: classification makes it the outcome
@@ -198,13 +198,13 @@ class Target(ABC):
     #: deadline measures the deadline, not the poll. 0: the run's scale.
     min_time_scale: ClassVar[float] = 0.0
     #: True when the child speaks the reuse protocol (``ready`` again after ``result``).
-    #: ``harness.targets.child`` does; a target with its own driver says so explicitly.
+    #: ``harness.targets.runtime.child`` does; a target with its own driver says so explicitly.
     reusable: ClassVar[bool] = False
     #: True when ``call`` makes the job's follow-up call (:func:`follow_up`): then the
     #: contract's ``alive_after`` check is judged for it.
     follows_up: ClassVar[bool] = False
     #: True when a child of this target, at its first ``ready``, can be copied by
-    #: ``os.fork`` into the next child (``harness.targets.forking``): one thread and no
+    #: ``os.fork`` into the next child (``harness.targets.runtime.forking``): one thread and no
     #: socket or pipe of its own. The child checks it too and refuses, naming why; say
     #: False for a target whose warm child keeps a thread or a helper process.
     forkable: ClassVar[bool] = True
@@ -217,7 +217,7 @@ class Target(ABC):
         return [
             sys.executable,
             "-m",
-            "harness.targets.child",
+            "harness.targets.runtime.child",
             f"{cls.__module__}:{cls.__qualname__}",
         ]
 

@@ -1,5 +1,5 @@
 """Target doubles for the live tier's target form: each misbehaves in one way a real
-client has. They run in real child processes (``python -m harness.targets.child``);
+client has. They run in real child processes (``python -m harness.targets.runtime.child``);
 ``name`` is the import path so the child finds them with or without path-based names."""
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ class MissingInterpreterTarget(Target):
 
     @classmethod
     def command(cls) -> list[str]:
-        return ["/nonexistent/harness-test/python", "-m", "harness.targets.child", cls.name]
+        return ["/nonexistent/harness-test/python", "-m", "harness.targets.runtime.child", cls.name]
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         raise AssertionError("never started")

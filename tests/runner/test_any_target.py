@@ -99,7 +99,7 @@ def test_child_is_started_with_the_import_path_not_the_display_name():
     command = load_target(SLOW_START).command()
     assert command[-1] == SLOW_START
     mutant = load_target("mutant:none").command()[-1]
-    assert mutant == "harness.targets.mutants:StackTarget"
+    assert mutant == "harness.targets.mutants.table:StackTarget"
 
 
 @pytest.mark.timeout(60)
@@ -142,7 +142,7 @@ def test_out_of_tree_target_runs_the_whole_catalog_and_every_result_has_a_verdic
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "agent.py").write_text(
-        "from harness.targets.openai_sdk import OpenAISDKTarget\n\n\n"
+        "from harness.targets.clients.openai_sdk import OpenAISDKTarget\n\n\n"
         "class MyAgent(OpenAISDKTarget):\n    name = 'my-agent'\n"
     )
     report = tmp_path / "agent.json"

@@ -1,4 +1,4 @@
-"""Target children forked from a warm server (``harness.targets.forking``), with real
+"""Target children forked from a warm server (``harness.targets.runtime.forking``), with real
 processes: a forked child is a child like a started one; a child that cannot be copied
 says why and the next child starts from scratch; the switch turns forking off."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.targets import forking
 from harness.targets.base import Job
-from harness.targets.process import ChildFailed, TargetProcess
+from harness.targets.runtime import forking
+from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 
@@ -123,7 +123,7 @@ def test_the_switch_starts_every_child_from_scratch():
 def test_a_fresh_interpreter_is_forkable_and_a_thread_or_socket_is_named():
     code = (
         "import socket, threading, sys\n"
-        "from harness.targets.protocol import unforkable\n"
+        "from harness.targets.runtime.protocol import unforkable\n"
         "print(unforkable())\n"
         "s = socket.socket()\n"
         "print(unforkable())\n"

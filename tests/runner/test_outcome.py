@@ -15,9 +15,9 @@ from harness.outcome import (
     fault_onset,
 )
 from harness.replies import tool_arguments
-from harness.targets import hermes_tool
 from harness.targets.base import ExecutedTruncatedToolCall
-from harness.targets.openai_agents import _raise_if_cut
+from harness.targets.clients.openai_agents import _raise_if_cut
+from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
 
 FULL = "the stream keeps flowing."
 

@@ -508,7 +508,7 @@ def test_attempt_killed_on_a_live_stream_is_a_false_kill_even_when_the_retry_suc
 
 @pytest.mark.timeout(60)
 def test_a_case_that_fails_before_its_call_kills_the_child_it_was_given():
-    from harness.targets.process import TargetProcess
+    from harness.targets.runtime.process import TargetProcess
 
     class RefusingServer:
         base_url = "http://127.0.0.1:9"

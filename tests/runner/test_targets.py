@@ -11,8 +11,8 @@ import pytest
 
 from harness.targets import is_target, load_target
 from harness.targets.base import Job
-from harness.targets.child import describe_exception
-from harness.targets.process import ChildFailed, TargetProcess
+from harness.targets.runtime.child import describe_exception
+from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 

@@ -22,7 +22,6 @@ from harness.environment import Environment, scrubbed
 from harness.faults import script_from_dict
 from harness.live.sentinels import find_sentinels
 from harness.outcome import classify
-from harness.targets import hermes_spec as driver
 from harness.targets.hermes import (
     DRIVER_PATH,
     HermesCall,
@@ -31,8 +30,9 @@ from harness.targets.hermes import (
     run_hermes,
     unavailable_reason,
 )
-from harness.targets.hermes_turns import protocol_result
-from harness.targets.protocol import describe_exception, problems, serve
+from harness.targets.hermes.in_venv.hermes_driver import spec as driver
+from harness.targets.hermes.in_venv.hermes_driver.turns import protocol_result
+from harness.targets.runtime.protocol import describe_exception, problems, serve
 
 # --------------------------------------------------------------------------- unit
 
@@ -399,7 +399,7 @@ def test_every_job_pins_the_context_length_and_turns_the_toolchain_probe_off(tmp
     child's first call waited 4-5 s on hermes's python3/pip probe before its request."""
     import json
 
-    from harness.targets import hermes_turns
+    from harness.targets.hermes.in_venv.hermes_driver import turns as hermes_turns
 
     hermes_turns.prepare_home(str(tmp_path), {"agent": {"api_max_retries": 2}})
     config = json.loads((tmp_path / "config.yaml").read_text())

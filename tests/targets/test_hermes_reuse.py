@@ -22,10 +22,10 @@ import pytest
 from harness.environment import read_environment
 from harness.faults import script_from_dict
 from harness.leaks import leaks_between, snapshot
-from harness.targets import hermes_fresh
 from harness.targets.hermes import HermesTarget
-from harness.targets.process import TargetProcess
-from harness.targets.protocol import problems, serve
+from harness.targets.hermes.in_venv.hermes_driver import fresh as hermes_fresh
+from harness.targets.runtime.process import TargetProcess
+from harness.targets.runtime.protocol import problems, serve
 
 # --------------------------------------------------------------------------- unit
 

@@ -10,9 +10,9 @@ import pytest
 
 from harness.outcome import classify
 from harness.replies import tool_arguments
-from harness.targets import hermes_tool
-from harness.targets.hermes_turns import protocol_result
-from harness.targets.protocol import problems
+from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
+from harness.targets.hermes.in_venv.hermes_driver.turns import protocol_result
+from harness.targets.runtime.protocol import problems
 
 TURN = {
     "index": 0,

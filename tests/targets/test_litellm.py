@@ -13,7 +13,7 @@ from harness.environment import read_environment
 from harness.runner import RunSettings, run_cases
 from harness.scenario import scenario_from_dict
 from harness.targets.base import Job
-from harness.targets.litellm_sdk import litellm_unavailable, route
+from harness.targets.clients.litellm_sdk import litellm_unavailable, route
 
 TARGET = "litellm"
 FAST = 0.05

@@ -15,8 +15,8 @@ from harness.environment import read_environment
 from harness.faults import script_from_dict
 from harness.gateway.litellm_proxy import Gateway, JobLegs, proxy_config, summarize
 from harness.server import FaultServer
-from harness.targets.litellm_proxy import upstream_of
-from harness.targets.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
+from harness.targets.clients.litellm_proxy import upstream_of
+from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
 
 
 def _relay_tcp(t: float, conn: int, client: str, upstream: str) -> dict:

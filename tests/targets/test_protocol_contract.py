@@ -6,7 +6,7 @@ server, then ``exit``. A target that cannot run here (its venv is missing) still
 the protocol, with ``skipped``; the test then skips, or fails in CI by the tier rules of
 the other target tests (hermes always; the third-party venvs with HARNESS_EXTRA_TARGETS=1).
 Every line it writes on stdout must be a protocol message with the fields
-:func:`harness.targets.protocol.problems` checks, in the order ready, started, result
+:func:`harness.targets.runtime.protocol.problems` checks, in the order ready, started, result
 (then ready again for a reusable child). tests/targets/test_hermes.py runs the shared
 loop with the hermes driver's result builder, so its error fields are checked without
 hermes too.
@@ -31,7 +31,7 @@ from harness.server import FaultServer
 from harness.targets import TARGETS, load_target, required_in_ci
 from harness.targets.base import Job
 from harness.targets.hermes import unavailable_reason
-from harness.targets.protocol import (
+from harness.targets.runtime.protocol import (
     MAX_MESSAGE_CHARS,
     problems,
     serve,
@@ -177,25 +177,34 @@ def test_each_job_starts_with_the_heap_so_far_collected_and_frozen() -> None:
     assert events == ["ready", "started", "result"] * 2 + ["ready"]
 
 
+TARGETS_DIR = Path(PACKAGE_ROOT) / "harness" / "targets"
+IN_VENV = TARGETS_DIR / "hermes" / "in_venv"
+DRIVER_FILES = sorted(IN_VENV.rglob("*.py"))
+
+
+def test_hermes_runs_a_directory_holding_only_its_driver() -> None:
+    """``python -I in_venv`` puts that directory first on hermes's ``sys.path``: only the
+    driver's own names may be importable from it, so none shadows a hermes module."""
+    entries = {p.name for p in IN_VENV.iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", "__main__.py", "hermes_driver"}
+
+
 @pytest.mark.parametrize(
-    "module",
-    [
-        "protocol.py",
-        "hermes_driver.py",
-        "hermes_spec.py",
-        "hermes_turns.py",
-        "hermes_tool.py",
-        "hermes_fresh.py",
-    ],
+    "path",
+    [TARGETS_DIR / "runtime" / "protocol.py", *DRIVER_FILES],
+    ids=lambda p: str(p.relative_to(TARGETS_DIR)),
 )
-def test_modules_hermes_loads_by_path_import_only_the_stdlib_and_each_other(module: str) -> None:
-    """hermes-agent's venv has no harness package: these files may import the standard
-    library, hermes itself (``run_agent``) and their siblings (relative imports) only."""
+def test_modules_hermes_runs_import_only_the_stdlib_and_each_other(path: Path) -> None:
+    """hermes-agent's venv has no harness package: the driver's files (and the protocol
+    it loads by path) may import the standard library, hermes itself (``run_agent``),
+    their own package and its modules (relative imports) only."""
     import ast
 
-    tree = ast.parse((Path(PACKAGE_ROOT) / "harness" / "targets" / module).read_text())
-    siblings = {"protocol", "hermes_spec", "hermes_turns", "hermes_tool", "hermes_fresh"}
+    module = path.name
+    tree = ast.parse(path.read_text())
+    siblings = {p.stem for p in (IN_VENV / "hermes_driver").glob("*.py")} | {"protocol"}
     allowed = set(sys.stdlib_module_names) | {"__future__", "run_agent", "tools"}  # hermes
+    allowed |= {"hermes_driver"} if path.parent == IN_VENV else set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -105,6 +105,7 @@ def build_scorecard(
 ) -> Scorecard:
     """A :class:`Scorecard` of ``results``; ``wall_s`` gives measured run times per target."""
     from harness.report.console import short_label
+    from harness.report.posture import target_postures
 
     targets = tuple(dict.fromkeys(r.target for r in results))
     scenarios = tuple(sorted(dict.fromkeys(r.scenario for r in results)))
@@ -144,7 +145,8 @@ def build_scorecard(
         cells=cells,
         totals=tuple(totals),
         time_scale=min(scales) if scales else None,
-        notes=tuple(notes),
+        # each target's socket posture (harness.report.posture): one note per target
+        notes=(*notes, *(f"Posture of {t}: {n}." for t, n in target_postures(results).items())),
     )
 
 

@@ -1,0 +1,77 @@
+"""``langchain-openai``: LangChain's ``ChatOpenAI`` at its defaults, ``.stream()`` and ``.invoke()``.
+
+``ChatOpenAI(model=..., base_url=..., api_key=...)`` with nothing else, in its own venv
+(``.cache/langchain-venv``: langchain-openai pins openai 3.x). Its documented defaults
+(langchain-openai 1.7, ``chat_models/base.py``, ``_client_utils.py``): ``timeout=None``,
+handed to the openai client as *no timeout at all*; ``max_retries=None``, so the openai
+SDK's 2 retries apply; TCP keepalive (idle 60 s, interval 10 s, 3 probes) and
+``TCP_USER_TIMEOUT`` 120 s on its default httpx transport; ``stream_chunk_timeout``
+(120 s) applies to async streaming only, not to the sync ``.stream()`` run here.
+
+A streamed job is ``llm.stream(messages)``, chunks concatenated as an agent does;
+otherwise ``llm.invoke(messages)``. ``ChatOpenAI`` has no ``close()``: its httpx client
+is cached process-wide, so a pooled connection left open after the call is counted as
+a leak (and such a child is not reused).
+
+Not here: LangChain agents or chains (one model call per job).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
+from harness.targets.runtime.venv import VenvTarget
+
+__all__ = ["LangChainOpenAITarget"]
+
+
+class LangChainOpenAITarget(VenvTarget):
+    name = "langchain-openai"
+    apis = ("chat",)
+    reusable = True
+    venv = "langchain-venv"
+    package = "langchain_openai"
+    child_env = {"LANGCHAIN_TRACING_V2": "false"}
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        self.check()
+        from langchain_openai import ChatOpenAI
+
+        kwargs: dict[str, Any] = {
+            "model": job.model,
+            "base_url": job.base_url,
+            "api_key": job.api_key,
+        }
+        if job.max_tokens is not None:
+            kwargs["max_tokens"] = job.max_tokens
+        texts: list[str] = []
+        finish: str | None = None
+        llm = ChatOpenAI(**kwargs)
+        for i in range(job.calls):
+            if i > 0:
+                pause_between_calls(job, log)
+            if job.rebuild_after is not None and i == job.rebuild_after:
+                llm = ChatOpenAI(**kwargs)
+                log.mark("rebuild")
+            log.mark("call", f"{i + 1} of {job.calls}: stream={job.stream}")
+            text, finish = _one(llm, job, log)
+            texts.append(text)
+        return CallResult(text=texts[-1], finish_reason=finish, texts=tuple(texts))
+
+
+def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:
+    messages = [(m["role"], m["content"]) for m in job.messages]
+    if not job.stream:
+        message = llm.invoke(messages)
+        log.mark("response")
+        return str(message.content), message.response_metadata.get("finish_reason")
+    parts: list[str] = []
+    finish = None
+    for chunk in llm.stream(messages):
+        if chunk.content:
+            parts.append(str(chunk.content))
+            log.mark("delta", f"{len(chunk.content)} chars")
+        finish = chunk.response_metadata.get("finish_reason") or finish
+    log.mark("stream_end", f"finish_reason={finish}")
+    return "".join(parts), finish

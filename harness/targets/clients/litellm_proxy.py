@@ -1,0 +1,122 @@
+"""``litellm-proxy`` and ``litellm-proxy+openai-sdk``: a client behind a real LiteLLM proxy.
+
+The client is the reference stack (``litellm-proxy``) or the bare OpenAI SDK at its
+defaults (``litellm-proxy+openai-sdk``), unchanged; only its base URL is the proxy's.
+The proxy (:mod:`harness.gateway.litellm_proxy`) is started once per target child in
+``prepare()`` -- before the leak baseline, outside the child's process tree -- and is
+re-pointed at each job's fault server, so the scenario's fault happens on the proxy's
+upstream leg and the client sees whatever the proxy makes of it. This is the real
+middlebox of the CLOSE-WAIT hang: when the provider FINs mid-stream, does the proxy
+close the client's leg, or keep it open and silent with its upstream socket in
+CLOSE_WAIT?
+
+Every job's client events carry ``tcp`` events with both legs' kernel TCP states
+(``client``, ``proxy_in`` | ``proxy_out``, ``provider``; see
+:mod:`harness.gateway.litellm_main`), and its details the measurement
+(:func:`harness.gateway.litellm_proxy.summarize`): ``proxy_close_wait_s`` and the
+states each leg went through. A case the runner kills at its ceiling reports no
+events (the child is gone); the tests measure that shape directly.
+
+Without the LiteLLM venv (``ci/setup``) every job is skipped with the reason.
+
+Not here: the proxy process (``harness.gateway``), the clients (``reference``,
+``openai_sdk``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from harness.targets.base import CallResult, EventLog, Job, TargetUnsupported
+from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
+from harness.targets.clients.openai_sdk import OpenAISDKTarget
+from harness.targets.clients.reference import ReferenceTarget
+
+__all__ = ["LiteLLMProxyReferenceTarget", "LiteLLMProxySDKTarget", "upstream_of"]
+
+#: A proxied call adds the proxy's own latency (a Python hop per chunk, 50-400 ms a
+#: request on a busy 2-core machine) and its Router retries, which do not scale.
+PROXY_MIN_CEILING_S = 12.0
+#: The reference stack's deadlines are scaled by at least this (a first-byte deadline of
+#: 5 s x 0.05 = 250 ms is shorter than the proxy's own latency), as the relay scenarios
+#: set ``min_time_scale``; the fault script keeps the run's scale.
+PROXY_MIN_TIME_SCALE = 0.25
+
+
+class _ThroughProxy:
+    """Mixin: start the gateway in ``prepare``; run the client's ``call`` through it."""
+
+    apis: ClassVar[tuple[str, ...]] = ("chat",)
+    min_ceiling_s: ClassVar[float] = PROXY_MIN_CEILING_S
+    #: How long the runner waits for ``ready``: the proxy's cold start is slow.
+    start_s: ClassVar[float] = 300.0
+    _gateway: Any = None
+    _direct = False
+    client_min_time_scale: ClassVar[float] = 0.0
+    forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
+
+    def prepare(self) -> None:
+        self._direct = True  # the client's own warm-up talks to its server directly
+        try:
+            super().prepare()  # type: ignore[misc]
+        finally:
+            self._direct = False
+        if litellm_unavailable(proxy=True) is not None:
+            return
+        import os
+
+        from harness.gateway.litellm_proxy import Gateway
+
+        self._gateway = Gateway.start(python=litellm_python(), env={**os.environ, **CHILD_ENV})
+        # One proxied call, so the proxy's first-request costs land before the baseline.
+        from harness.server import FaultServer
+
+        with FaultServer() as server:
+            warm = Job(base_url=server.base_url, messages=({"role": "user", "content": "warm"},))
+            self.call(warm, EventLog())
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        if self._direct:
+            return super().call(job, log)  # type: ignore[misc]
+        if self._gateway is None:
+            raise TargetUnsupported(
+                litellm_unavailable(proxy=True) or "the LiteLLM gateway did not start"
+            )
+        from harness.gateway.litellm_proxy import summarize
+
+        self._gateway.begin(upstream_of(job.base_url))
+        log.mark("proxy", f"via LiteLLM proxy {self._gateway.url}")
+        try:
+            proxied = dataclasses.replace(
+                job,
+                base_url=self._gateway.base_url,
+                api_key=self._gateway.master_key,
+                time_scale=max(job.time_scale, self.client_min_time_scale),
+            )
+            return super().call(proxied, log)  # type: ignore[misc]
+        finally:
+            legs = self._gateway.end()
+            log.events.extend(legs.timeline())
+            log.events.sort(key=lambda ev: ev[0])
+            del log.events[EventLog.MAX_EVENTS :]
+            log.details.update(summarize(legs))
+
+
+class LiteLLMProxyReferenceTarget(_ThroughProxy, ReferenceTarget):
+    name = "litellm-proxy"
+    client_min_time_scale = PROXY_MIN_TIME_SCALE
+
+
+class LiteLLMProxySDKTarget(_ThroughProxy, OpenAISDKTarget):
+    name = "litellm-proxy+openai-sdk"
+    client_min_time_scale = 0.0  # no deadlines to scale
+
+
+def upstream_of(base_url: str) -> tuple[str, int]:
+    """``(host, port)`` of the fault server behind ``base_url``."""
+    parts = urlsplit(base_url)
+    if parts.hostname is None or parts.port is None:
+        raise ValueError(f"base_url {base_url!r} has no host:port")
+    return parts.hostname, parts.port

@@ -1,0 +1,95 @@
+"""``reference``: the project's own keepalive + watchdog stack (``harness.client``).
+
+One :class:`harness.client.ReferenceClient` per call, built from the client's defaults
+overridden by the scenario's ``[watchdog]`` table, with every duration multiplied by
+the run's ``time_scale`` (deadlines, timeouts, backoff: the whole policy speeds up
+with the fault script). Kernel keepalive values stay as set: they are whole seconds.
+The client is closed before the result is reported. Errors are the client's typed
+``HarnessError`` tree; the child reports the class and its MRO so a scenario can
+expect a base class.
+
+Not here: the client itself (``harness.client``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.runtime.warmup import warm_up_target
+
+__all__ = ["SCALED_SETTINGS", "ReferenceTarget", "scaled_settings"]
+
+#: ClientSettings fields that are durations in scenario seconds.
+SCALED_SETTINGS = (
+    "first_byte_s",
+    "stream_idle_s",
+    "stale_call_s",
+    "hard_ceiling_s",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "backoff_initial_s",
+    "backoff_max_s",
+    "retry_after_max_s",
+)
+
+
+class ReferenceTarget(Target):
+    name = "reference"
+    apis = ("chat", "responses", "messages")
+    reusable = True
+
+    def prepare(self) -> None:
+        warm_up_target(self, apis=("chat", "responses"))
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        from harness.client import ClientSettings, ReferenceClient
+
+        settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
+        kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
+        if job.max_tokens is not None:
+            kwargs["max_tokens"] = job.max_tokens
+        replies = []
+        with ReferenceClient(
+            base_url=job.base_url, api_key=job.api_key, settings=settings
+        ) as client:
+            for i in range(job.calls):
+                if i > 0:
+                    pause_between_calls(job, log)
+                if job.rebuild_after is not None and i == job.rebuild_after:
+                    client.rebuild()
+                    log.mark("rebuild")
+                log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
+                reply = client.complete(messages=[dict(m) for m in job.messages], **kwargs)
+                log.mark("reply", f"finish_reason={reply.finish_reason} attempts={reply.attempts}")
+                replies.append(reply)
+        last = replies[-1]
+        return CallResult(
+            # tool calls as comparable text (harness.replies.render_tool_call)
+            text=last.text + rendered_calls(last),
+            finish_reason=last.finish_reason,
+            # every request of the job, so the runner can set it next to the server's count
+            attempts=sum(r.attempts for r in replies),
+            texts=tuple(r.text + rendered_calls(r) for r in replies),
+        )
+
+
+def scaled_settings(
+    defaults: Any, overrides: Mapping[str, Any], time_scale: float
+) -> dict[str, Any]:
+    """``ClientSettings`` keywords: ``defaults`` overridden by ``overrides``, durations
+    times ``time_scale`` (None -- disabled -- stays None)."""
+    values = {name: getattr(defaults, name) for name in SCALED_SETTINGS}
+    values.update(overrides)
+    for name in SCALED_SETTINGS:
+        if values.get(name) is not None:
+            values[name] = float(values[name]) * time_scale
+    return values
+
+
+def rendered_calls(reply: Any) -> str:
+    """A reply's tool calls as comparable text (``harness.replies.render_tool_call``)."""
+    from harness.replies import render_tool_call
+
+    return "".join(render_tool_call(c.name, c.raw_arguments) for c in reply.tool_calls)

@@ -1,0 +1,317 @@
+"""The child side of the target protocol, written once (see :mod:`harness.targets.base`).
+
+Every target child speaks it: ``harness.targets.runtime.child`` (any :class:`Target` in this
+venv) and the ``hermes_driver`` package (hermes-agent's own venv). So this module imports only
+the standard library and nothing from ``harness``: the hermes driver loads it by file
+path, where the harness package is not importable.
+
+What is fixed here, for every child:
+
+* the events: ``ready`` (pid, t), ``started`` (t), ``result`` (status, t, events,
+  events_dropped, details, the status's fields, and ``reuse: false`` when the child
+  declines another job), ``fatal`` (the child cannot run);
+* how an exception is reported (:func:`describe_exception`): ``error`` (class name, or
+  ``Wrapper:Last`` for an error carrying ``attempts``), ``mro`` (class names without
+  ``object`` and ``BaseException``), ``message`` (cut at :data:`MAX_MESSAGE_CHARS`),
+  ``causes`` (``"Type: message"`` of the ``__cause__``/``__context__`` chain);
+* the command loop (:func:`serve`) and that the protocol owns the real stdout
+  (:func:`claim_stdout`);
+* :func:`problems`: what is wrong with one message, for the contract test and readers.
+
+Not here: building or running a target (``harness.targets.runtime.child``, the hermes driver)
+or the parent side (``harness.targets.runtime.process``).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TextIO
+
+__all__ = [
+    "MAX_CAUSES",
+    "MAX_CAUSE_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "STATUSES",
+    "claim_stdout",
+    "describe_exception",
+    "fatal",
+    "mro_names",
+    "problems",
+    "send",
+    "serve",
+    "unforkable",
+]
+
+#: Error messages are cut here: enough to recognise, never a whole response body.
+MAX_MESSAGE_CHARS = 500
+#: How much of an exception's cause chain is reported, and how much of each message.
+MAX_CAUSES = 5
+MAX_CAUSE_CHARS = 200
+#: The protocol channel's descriptor (:func:`claim_stdout`), which a forked child
+#: rewires to its own stdout.
+_PROTO_FD = [1]
+#: A result's ``status`` values.
+STATUSES = ("returned", "raised", "skipped", "not_applicable")
+#: Attributes of the reference client's errors carried into a raised result.
+_ERROR_FIELDS = ("deadline", "attempt", "elapsed_s", "status_code")
+
+#: ``handle(job, started)`` runs one job: it calls ``started()`` just before the call and
+#: returns the result's fields (``status`` and the status's own; ``t``, ``events``,
+#: ``events_dropped`` and ``details`` are filled in when missing).
+Handler = Callable[[dict[str, Any], Callable[[], None]], dict[str, Any]]
+
+
+def claim_stdout() -> TextIO:
+    """The real stdout as the protocol's channel; fd 1 then points at stderr, so whatever
+    the client prints (Python or C level) never breaks a protocol line."""
+    sys.stdout.flush()
+    _PROTO_FD[0] = os.dup(1)
+    proto = os.fdopen(_PROTO_FD[0], "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    return proto
+
+
+def send(proto: TextIO, message: Mapping[str, Any]) -> None:
+    """Write one protocol line and flush it."""
+    proto.write(json.dumps(message, default=str) + "\n")
+    proto.flush()
+
+
+def fatal(proto: TextIO, exc: BaseException | None = None, *, message: str = "") -> None:
+    """Say the child cannot run (a broken target, a bad command line)."""
+    send(proto, {"event": "fatal", **(describe_exception(exc) if exc else {"message": message})})
+
+
+def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
+    """The command loop: ``ready``, a ``run`` command, ``result``; then ``ready`` again and
+    the next command when ``reuse``, else wait for ``exit`` (the runner reads the child's
+    leaks meanwhile). A handler declines reuse after one job by putting ``"reuse": False``
+    in its report: the result carries it (the runner then sends ``exit``, never another
+    job) and the child waits for ``exit``. Returns the exit status (0).
+
+    Before each job the heap the child has so far is collected and frozen
+    (``gc.freeze``): a full collection during a job then scans only that job's objects.
+    Unfrozen, a warm child's ~10^5 objects (the client's imports) made the full
+    collection that a reused child reaches every few jobs take 0.5-0.65 s of wall time
+    on a loaded machine -- longer than a 0.25 s scaled first-byte deadline, which then
+    fired with the reply already in the socket. The first freeze is before ``ready``
+    (warm-up time); later ones after the ``run`` command and before ``started``, so the
+    garbage of the previous job still holds its descriptors when the leaks are read."""
+    _freeze_heap()
+    while True:
+        send(proto, {"event": "ready", "pid": os.getpid(), "t": time.monotonic()})
+        line = stdin.readline()
+        if not line:
+            return 0
+        message = json.loads(line)
+        if message.get("cmd") == "fork_server":
+            # returns only in a forked child, wired to its own pipes (or here on a refusal)
+            if not _fork_server(int(message["fd"])):
+                return 0
+            stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)
+            continue
+        if message.get("cmd") != "run":
+            return 0
+        _freeze_heap()
+        report = handle(
+            message["job"], lambda: send(proto, {"event": "started", "t": time.monotonic()})
+        )
+        send(proto, {"event": "result", **_complete(report)})
+        if not reuse or report.get("reuse") is False:
+            stdin.readline()  # "exit" or EOF
+            return 0
+
+
+def _freeze_heap() -> None:
+    gc.collect()
+    gc.freeze()
+
+
+def _fork_server(fd: int) -> bool:
+    """Become a fork server on the Unix socket ``fd`` (the ``fork_server`` command).
+
+    A child at its first ``ready`` has paid its start-up (imports, warm-up: ~1.7 s of CPU
+    for an SDK client) and holds nothing a copy could share by mistake. Each ``fork``
+    message carries three descriptors (stdin, stdout, stderr of the new child); the
+    forked copy puts them where a freshly started child has its own and returns True
+    into :func:`serve`, which says ``ready`` to its runner as any child would. The server
+    answers each fork with ``{"pid": N}``, its children reaped by the kernel
+    (``SIGCHLD`` ignored). A child that cannot be copied safely (another thread, an open
+    socket or event descriptor: :func:`unforkable`) says why and the server ends; so
+    does the server when the runner closes its end. Returns False in the server."""
+    import signal  # noqa: PLC0415 - only a fork server needs these
+    import socket  # noqa: PLC0415
+
+    sock = socket.socket(fileno=fd)
+    problem = unforkable(allowed={fd})
+    sock.send(json.dumps({"fork_server": os.getpid(), "problem": problem}).encode())
+    if problem is not None:
+        sock.close()
+        return False
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 3)
+        except OSError:
+            data, fds = b"", []
+        if not data or len(fds) != 3:
+            for extra in fds:
+                os.close(extra)
+            sock.close()
+            return False
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            sock.close()
+            child_stdin, child_stdout, child_stderr = fds
+            os.dup2(child_stdin, 0)
+            os.dup2(child_stderr, 2)
+            os.dup2(child_stderr, 1)  # as claim_stdout left it: prints go to stderr
+            os.dup2(child_stdout, _PROTO_FD[0])
+            for extra in fds:
+                os.close(extra)
+            return True
+        for extra in fds:
+            os.close(extra)
+        sock.send(json.dumps({"pid": pid}).encode())
+
+
+def unforkable(*, allowed: Collection[int] = ()) -> str | None:
+    """Why a copy of this process (``os.fork``) would not be a clean child, or None: only
+    the main thread runs, and every open descriptor is a file, a pipe of the protocol or
+    in ``allowed`` -- a socket, epoll or event descriptor would be shared with the copy."""
+    import threading  # noqa: PLC0415
+
+    if threading.active_count() > 1:
+        names = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return f"threads besides the main one: {names}"
+    tasks = f"/proc/{os.getpid()}/task"
+    n_tasks = len(os.listdir(tasks)) if os.path.isdir(tasks) else 1
+    if n_tasks > 1:
+        return f"{n_tasks} OS threads (one not started by threading)"
+    fd_dir = f"/proc/{os.getpid()}/fd"
+    if not os.path.isdir(fd_dir):
+        return "no /proc: cannot list the open descriptors"
+    ours = {0, 1, 2, _PROTO_FD[0], *allowed}
+    for name in os.listdir(fd_dir):
+        fd = int(name)
+        try:
+            what = os.readlink(f"{fd_dir}/{name}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if fd in ours or what.startswith("/"):
+            continue
+        return f"descriptor {fd} is {what}"
+    return None
+
+
+def describe_exception(exc: BaseException) -> dict[str, Any]:
+    """Class name, MRO names, message, cause chain and the reference client's fields."""
+    mro = mro_names(exc)
+    name = type(exc).__name__
+    causes: list[str] = []
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and len(causes) < MAX_CAUSES:
+        causes.append(f"{type(inner).__name__}: {str(inner)[:MAX_CAUSE_CHARS]}")
+        inner = inner.__cause__ or inner.__context__
+    attempts = getattr(exc, "attempts", None)
+    attempts = list(attempts) if isinstance(attempts, list | tuple) else None
+    if attempts and isinstance(attempts[-1], BaseException):
+        # RetriesExhausted: the last attempt's error says what actually went wrong, and a
+        # scenario may expect it ("error:StreamIdleTimeout") or the wrapper.
+        last = attempts[-1]
+        name = f"{name}:{type(last).__name__}"
+        mro += [n for n in mro_names(last) if n not in mro]
+    out: dict[str, Any] = {
+        "error": name,
+        "mro": mro,
+        "message": str(exc)[:MAX_MESSAGE_CHARS],
+        "causes": causes,
+    }
+    for attr in _ERROR_FIELDS:
+        value = getattr(exc, attr, None)
+        if value is None and attr == "deadline" and attempts:
+            value = getattr(attempts[-1], "deadline", None)
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            out[attr] = value
+    if attempts is not None:
+        out["attempt_errors"] = [type(a).__name__ for a in attempts]
+    return out
+
+
+def mro_names(exc: BaseException) -> list[str]:
+    """``type(exc).__mro__`` as names, without the two bases every exception has."""
+    return [c.__name__ for c in type(exc).__mro__ if c not in (object, BaseException)]
+
+
+def problems(message: Mapping[str, Any]) -> list[str]:
+    """What is wrong with one protocol message (empty when it is well formed)."""
+    event = message.get("event")
+    out: list[str] = []
+    if event == "ready":
+        _check(out, message, "pid", int)
+    elif event not in ("started", "result", "fatal"):
+        return [f"event={event!r}; allowed: ready, started, result, fatal"]
+    if event != "fatal":
+        _check(out, message, "t", float)
+    if event == "result":
+        status = message.get("status")
+        if status not in STATUSES:
+            return [*out, f"status={status!r}; allowed: {', '.join(STATUSES)}"]
+        _check(out, message, "events", list)
+        _check(out, message, "events_dropped", int)
+        _check(out, message, "details", dict)
+        if message.get("reuse", False) is not False:
+            out.append(f"result.reuse={message.get('reuse')!r}; allowed: false or absent")
+        for item in message.get("events") or ():
+            if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], float)):
+                out.append(f"events item {item!r} is not [t, kind, detail]")
+        if status == "returned":
+            _check(out, message, "text", str)
+            _check(out, message, "texts", list)
+        elif status == "raised":
+            out += _error_problems(message)
+        else:
+            _check(out, message, "message", str)
+    if event == "fatal":
+        _check(out, message, "message", str)
+    return out
+
+
+def _error_problems(message: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    _check(out, message, "error", str)
+    _check(out, message, "message", str)
+    _check(out, message, "causes", list)
+    mro = message.get("mro")
+    if not (isinstance(mro, list) and mro and all(isinstance(n, str) for n in mro)):
+        out.append(f"mro={mro!r} is not a non-empty list of class names")
+    elif {"object", "BaseException"} & set(mro):
+        out.append(f"mro={mro!r} names object/BaseException")
+    elif str(message.get("error", "")).split(":")[0] != mro[0]:
+        out.append(f"mro[0]={mro[0]!r} is not the error class {message.get('error')!r}")
+    if len(str(message.get("message", ""))) > MAX_MESSAGE_CHARS:
+        out.append(f"message is longer than {MAX_MESSAGE_CHARS} characters")
+    return out
+
+
+def _check(out: list[str], message: Mapping[str, Any], key: str, kind: type) -> None:
+    value = message.get(key)
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if kind is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        out.append(f"{message.get('event')}.{key}={value!r} is not a {kind.__name__}")
+
+
+def _complete(report: dict[str, Any]) -> dict[str, Any]:
+    report.setdefault("t", time.monotonic())
+    report.setdefault("events", [])
+    report.setdefault("events_dropped", 0)
+    report.setdefault("details", {})
+    return report
