@@ -59,6 +59,23 @@ class CaseResult:
     verdict: str = "fail"
     #: The contract checks this case failed (``harness.contract.CHECKS`` names).
     failed_checks: tuple[str, ...] = ()
+    #: The derived contract as judged (``harness.contract.evidence.contract_facts``).
+    contract: Mapping[str, Any] = field(default_factory=dict)
+    #: One sentence of evidence per failed check.
+    evidence: Mapping[str, str] = field(default_factory=dict)
+    #: The exception chain behind an error outcome, the error first (``{type, message,
+    #: via}``; bounded, redacted): what was raised, or what the client caught and
+    #: turned into its reply.
+    chain: tuple[Mapping[str, str], ...] = ()
+    #: The text the call returned (bounded, redacted); None: it did not return.
+    reply: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        """False for a case that never ran (a missing tier, an API the target does not
+        speak): every report counts it apart, never as expected nor as a verdict."""
+        return self.outcome.kind not in ("skipped", "not_applicable")
+
     #: The client sockets' posture, one entry per connection (``harness.posture``).
     posture: tuple[Mapping[str, Any], ...] = ()
     #: Why posture could not be read at all (not Linux, no permission); "" when it was.
@@ -116,6 +133,10 @@ class CaseResult:
             "details": dict(self.details),
             "verdict": self.verdict,
             "failed_checks": list(self.failed_checks),
+            "contract": dict(self.contract),
+            "evidence": dict(self.evidence),
+            "chain": [dict(c) for c in self.chain],
+            "reply": self.reply,
             "posture": [dict(p) for p in self.posture],
             "posture_unreadable": self.posture_unreadable or None,
             "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
@@ -148,6 +169,10 @@ class CaseResult:
             details=dict(data.get("details") or {}),
             verdict=data.get("verdict", "fail"),
             failed_checks=tuple(data.get("failed_checks") or ()),
+            contract=dict(data.get("contract") or {}),
+            evidence=dict(data.get("evidence") or {}),
+            chain=tuple(dict(c) for c in data.get("chain") or ()),
+            reply=data.get("reply"),
             posture=tuple(data.get("posture") or ()),
             posture_unreadable=data.get("posture_unreadable") or "",
             dead_peer=data.get("dead_peer_bound"),

@@ -9,14 +9,33 @@ inherit the mask), so ``sigwait`` here is the only receiver.
 
 from __future__ import annotations
 
+import argparse
 import signal
 from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "run_in_foreground"]
+__all__ = ["EXIT_OK", "EXIT_USAGE", "add_port", "add_time_scale", "run_in_foreground"]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
+
+
+def add_port(parser: argparse.ArgumentParser, *, where: str = "on 127.0.0.1") -> None:
+    """The ``--port`` option every foreground server takes (0: a free one, printed)."""
+    parser.add_argument(
+        "--port", type=int, default=0, help=f"port {where} (default 0: a free port, printed)"
+    )
+
+
+def add_time_scale(parser: argparse.ArgumentParser) -> None:
+    """The ``--time-scale`` option of the servers that play a fault script."""
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="multiply every duration of the script by X (default 1.0)",
+    )
 
 
 def run_in_foreground(

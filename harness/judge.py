@@ -19,42 +19,24 @@ or the contract rules (``harness.contract``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
+from harness.contract.causes import cause_chain, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
-from harness.leaks import Leaks
+from harness.contract.evidence import contract_facts, evidence_for
+from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.scenario import Scenario
+from harness.vocab.apis import APIS
 
-__all__ = ["LLM_APIS", "NO_FALSE_KILL_TAG", "Observed", "judge_case"]
+__all__ = ["NO_FALSE_KILL_TAG", "Observed", "judge_case"]
 
-#: The request paths that are LLM calls (others, e.g. GET /v1/models probes, are not counted).
-LLM_APIS = ("chat", "responses", "messages")
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
 NO_FALSE_KILL_TAG = "no-false-kill"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Observed:
-    """What the runner saw of one case (or, for a case never run, why not)."""
-
-    #: The target's result message; None: no result before the outer ceiling.
-    report: Mapping[str, Any] | None
-    #: The server's request records (every path; only LLM calls are counted).
-    records: Sequence[Any] = ()
-    timeline: Sequence[Mapping[str, Any]] = ()
-    leaks: Leaks | None = None
-    started_t: float | None = None
-    #: Where a hung target's threads were stuck (``--dump-stacks``).
-    stacks: str = ""
-    #: The case did not run for a reason CI must not accept (a tier CI requires).
-    not_run_is_mismatch: bool = False
-    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
-    posture: Any = None
 
 
 def judge_case(
@@ -71,7 +53,7 @@ def judge_case(
 ) -> CaseResult:
     """The :class:`CaseResult` of one case: outcome, accounting, expectation, verdict."""
     report = observed.report
-    records = [r for r in observed.records if getattr(r, "api", None) in LLM_APIS]
+    records = [r for r in observed.records if getattr(r, "api", None) in APIS]
     ran = not (report and report.get("status") in ("skipped", "not_applicable"))
     outcome = classify(
         report,
@@ -89,24 +71,31 @@ def judge_case(
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
+    attempts = _client_attempts(report, calls=scenario.request.calls)
     dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
-    verdict = judge(
-        contract,
-        Facts(
-            outcome=outcome,
-            time_scale=time_scale,
-            ceiling_s=ceiling_s,
-            elapsed_s=elapsed,
-            requests=len(records) if ran else None,
-            request_log=[
-                (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
-            ],
-            leaks=None if observed.leaks is None else observed.leaks.total,
-            late_requests=late,
-            follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
-            dead_peer=dead_peer,
+    facts = Facts(
+        outcome=outcome,
+        time_scale=time_scale,
+        ceiling_s=ceiling_s,
+        elapsed_s=elapsed,
+        requests=len(records) if ran else None,
+        request_log=[
+            (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
+        ],
+        leaks=None if observed.leaks is None else observed.leaks.total,
+        late_requests=late,
+        follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
+        dead_peer=dead_peer,
+        claimed_attempts=attempts if ran else None,
+        # only where every attempt meets the server itself: a relay, proxy or kernel
+        # path can keep one off its wire
+        wire_attempts=(
+            wire_attempts(records, observed.timeline)
+            if ran and scenario.backend == "server"
+            else None
         ),
     )
+    verdict = judge(contract, facts)
     result = CaseResult(
         scenario=scenario.name,
         target=target,
@@ -116,11 +105,16 @@ def judge_case(
         time_scale=time_scale,
         ceiling_s=ceiling_s,
         elapsed_s=elapsed,
-        latency_s=detection_latency(observed.timeline, error_t),
+        latency_s=detection_latency(
+            observed.timeline,
+            error_t,
+            started_t=started_t,
+            request_starts=[float(getattr(r, "t_start", 0.0)) for r in records],
+        ),
         requests=len(records) if ran else None,
         max_requests=max_requests,
         leaks=observed.leaks,
-        attempts=_client_attempts(report, calls=scenario.request.calls),
+        attempts=attempts,
         late_requests=late,
         finish_reason=(report or {}).get("finish_reason"),
         message=_message(report, outcome) + (f"\n{observed.stacks}" if observed.stacks else ""),
@@ -131,6 +125,10 @@ def judge_case(
         details=dict((report or {}).get("details") or {}),
         verdict=verdict.verdict,
         failed_checks=verdict.failed_checks,
+        contract=contract_facts(contract, facts) if ran else {},
+        evidence=evidence_for(contract, facts, verdict.failed_checks),
+        chain=cause_chain(report) if outcome.kind != "ok" else (),
+        reply=reply_text(report),
         posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
         posture_unreadable=_unreadable(observed.posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),

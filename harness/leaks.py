@@ -15,6 +15,7 @@ Not here: deciding what a leak means for an outcome (``harness.runner``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,12 +51,7 @@ class Leaks:
         return max(self.fds, 0) + max(self.threads, 0) + self.close_wait + self.established
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "fds": self.fds,
-            "threads": self.threads,
-            "close_wait": self.close_wait,
-            "established": self.established,
-        }
+        return dataclasses.asdict(self)
 
     def __str__(self) -> str:
         if self.total == 0:

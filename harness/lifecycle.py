@@ -2,7 +2,8 @@
 
 For one case: the scenario's fault script goes into the fault server (through a relay,
 Toxiproxy or a kernel namespace when the scenario says so), a target child process
-(pre-started and warm, or spawned here) gets a :class:`~harness.targets.base.Job`, and
+(pre-started and warm, or a new one: ``harness.children``) gets a
+:class:`~harness.targets.base.Job`, and
 the runner waits for its result until the **outer ceiling** counted from the child's
 ``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
 before ``ready`` and never count against the case. A child that has not answered by
@@ -12,8 +13,9 @@ once more at the end, before a hung child is killed). Then the child's leaks are
 (descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
 request records and timeline.
 
-A child whose case returned or raised and left no leak is handed back for reuse; a hung
-or leaky one never is.
+A child whose case returned or raised and left no leak is handed back for reuse
+(``harness.children.keeps``); a hung or leaky one never is. What was seen is an
+:class:`Observed`, the judge step's input.
 
 Not here: judging what was observed (``harness.judge``) or scheduling (``harness.runner``).
 """
@@ -23,52 +25,61 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from harness import children
 from harness.environment import read_environment
-from harness.judge import Observed
 from harness.leaks import Leaks, leaks_between, snapshot
-from harness.planning import RunSettings
+from harness.planning import CHILD_START_S, CasePlan, RunSettings
 from harness.posture import Posture, sampling
 from harness.scenario import Scenario
-from harness.targets import load_target
 from harness.targets.base import Job
 from harness.targets.runtime.process import ChildFailed, TargetProcess
 
-__all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "observe_case"]
+__all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "Observed", "observe_case"]
 
-#: How long a child may take to import its client and say ready (cold disk, busy CI).
-CHILD_START_S = 60.0
 #: Leak re-reads after a result: a closing thread or socket may need a moment to go.
 LEAK_SETTLE_READS = 10
 LEAK_SETTLE_S = 0.02
 
 
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """What the runner saw of one case (or, for a case never run, why not)."""
+
+    #: The target's result message; None: no result before the outer ceiling.
+    report: Mapping[str, Any] | None
+    #: The server's request records (every path; only LLM calls are counted).
+    records: Sequence[Any] = ()
+    timeline: Sequence[Mapping[str, Any]] = ()
+    leaks: Leaks | None = None
+    started_t: float | None = None
+    #: Where a hung target's threads were stuck (``--dump-stacks``).
+    stacks: str = ""
+    #: The case did not run for a reason CI must not accept (a tier CI requires).
+    not_run_is_mismatch: bool = False
+    #: The client sockets' posture (``harness.posture.Posture``; None: not read).
+    posture: Any = None
+
+
 def observe_case(
-    scenario: Scenario,
-    target: str,
+    plan: CasePlan,
     *,
     server: Any,
     settings: RunSettings,
     child: TargetProcess | None,
-    time_scale: float,
-    ceiling_s: float,
     follow_up_url: str | None = None,
 ) -> tuple[Observed, TargetProcess | None]:
     """Run one case and return what was observed, with the child when it is clean enough
-    to reuse (``child``, if given, is a pre-started process for ``target``; consumed).
+    to reuse (``child``, if given, is a pre-started process for the target; consumed).
 
     ``follow_up_url`` is a fault-free server for the contract's ``alive_after`` call,
-    given to a target that makes one (``Target.follows_up``); not through a kernel
-    namespace, whose child cannot reach it."""
-    apis = getattr(load_target(target), "apis", None)
-    if apis is not None and scenario.api not in apis:
-        # Not a failure of the target and not a missing tier: the question does not apply.
-        # Matched only when the scenario says so, so a target that starts to speak the API
-        # (or a typo in ``api``) shows up as a mismatch instead of passing silently.
-        detail = f"{target} does not speak api={scenario.api} (speaks {', '.join(apis)})"
-        return Observed(report={"status": "not_applicable", "message": detail}), child
+    given to the target where the plan says it makes one (``CasePlan.follows_up``)."""
+    scenario = plan.scenario
+    if not plan.applies:
+        return Observed(report={"status": "not_applicable", "message": plan.not_applicable}), child
     missing = _missing_prerequisite(scenario.backend)
     if missing is not None:
         ci = read_environment(settings.environ).ci
@@ -79,29 +90,15 @@ def observe_case(
     # The child is this function's from here on: whatever escapes (a relay or proxy that
     # cannot be set up, a server that refuses the script) must not leave it running.
     try:
-        with _network(scenario, server=server, time_scale=time_scale) as net:
-            net.server.load(scenario.script, time_scale=time_scale)
-            net.server.reply_source = _cassette_source(scenario, time_scale)
-            if child is None or scenario.env or net.command_prefix:
-                if child is not None:
-                    child.kill()
-                child = TargetProcess.spawn(
-                    target,
-                    environ=settings.environ,
-                    extra_env=scenario.env,
-                    command_prefix=net.command_prefix,
-                )
-            cls = load_target(target)
-            if scenario.backend == "kernel" or not getattr(cls, "follows_up", False):
-                follow_up_url = None
+        with _network(scenario, server=server, time_scale=plan.time_scale) as net:
+            net.server.load(scenario.script, time_scale=plan.time_scale)
+            net.server.reply_source = _cassette_source(scenario, plan.time_scale)
+            child = children.child_for_case(
+                plan, child, settings, command_prefix=net.command_prefix
+            )
+            url = follow_up_url if plan.follows_up else None
             observed, reusable = _run_in_child(
-                scenario,
-                child,
-                net,
-                _job(scenario, net.base_url, time_scale, follow_up_url),
-                settings=settings,
-                ceiling_s=ceiling_s,
-                reusable_target=bool(getattr(cls, "reusable", False)),
+                plan, child, net, _job(plan, net.base_url, url), settings=settings
             )
     except BaseException:
         if child is not None:
@@ -111,14 +108,7 @@ def observe_case(
 
 
 def _run_in_child(
-    scenario: Scenario,
-    child: TargetProcess,
-    net: Any,
-    job: Job,
-    *,
-    settings: RunSettings,
-    ceiling_s: float,
-    reusable_target: bool,
+    plan: CasePlan, child: TargetProcess, net: Any, job: Job, *, settings: RunSettings
 ) -> tuple[Observed, TargetProcess | None]:
     report: dict[str, Any] | None
     reusable: TargetProcess | None = None
@@ -129,20 +119,19 @@ def _run_in_child(
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
-        start_s = max(CHILD_START_S, float(getattr(load_target(child.target), "start_s", 0.0)))
-        child.wait_ready(time.monotonic() + start_s)
+        child.wait_ready(time.monotonic() + plan.start_s)
         baseline = snapshot(child.pid)
-        if scenario.backend == "kernel":
+        if plan.scenario.backend == "kernel":
             net.watch(child.pid)
         with sampling(child.pid, net.server, net.base_url) as sampler:
-            net.arm(timeout=ceiling_s)
+            net.arm(timeout=plan.ceiling_s)
             child.run(job.to_dict())
             first = child.wait_started(time.monotonic() + CHILD_START_S)
             if first.get("event") == "result":
                 report = first
             else:
                 started_t = float(first["t"])
-                report = child.wait_result(started_t + ceiling_s)
+                report = child.wait_result(started_t + plan.ceiling_s)
             sampler.sample("end")  # a hung call's held connection, before the kill
         posture = sampler.result()
         if report is None:
@@ -150,18 +139,10 @@ def _run_in_child(
             child.kill()
         else:
             leaks = _settled_leaks(child.pid, baseline)
-            if (
-                settings.reuse_children
-                and leaks is not None
-                and leaks.total == 0
-                and not scenario.env
-                and not net.command_prefix
-                and reusable_target
-                and report.get("reuse") is not False  # the child declined another job
-            ):
+            if children.keeps(plan, report, leaks):
                 reusable = child
             else:
-                child.finish(time.monotonic() + 5.0)
+                child.finish(time.monotonic() + children.FINISH_S)
     except ChildFailed as exc:
         child.kill()
         report = {
@@ -193,7 +174,8 @@ def _cassette_source(scenario: Scenario, scale: float) -> Any:
     return load_replay_source([scenario.cassette], time_scale=scale)
 
 
-def _job(scenario: Scenario, base_url: str, time_scale: float, follow_up_url: str | None) -> Job:
+def _job(plan: CasePlan, base_url: str, follow_up_url: str | None) -> Job:
+    scenario = plan.scenario
     request = scenario.request
     return Job(
         base_url=base_url,
@@ -206,7 +188,7 @@ def _job(scenario: Scenario, base_url: str, time_scale: float, follow_up_url: st
         rebuild_after=request.rebuild_after,
         pause_s=request.pause_s,
         settings=scenario.watchdog.as_settings(),
-        time_scale=time_scale,
+        time_scale=plan.time_scale,
         follow_up_url=follow_up_url,
     )
 

@@ -11,6 +11,11 @@ coroutine on the loop, stops it and joins the thread.
     lt.call(self._sample_all(), timeout_s=5)
     lt.stop(self._shutdown, timeout_s=5)   # idempotent
 
+:class:`LoopService` is the one owner of that thread for a socket service (the fault
+server, the middlebox relay): ``start``/``stop``, the ``with`` form, ``url`` and
+``base_url``; a subclass says what to serve (``_serve``), how to shut down
+(``_shutdown``) and what a failed start raises (``_start_failed``).
+
 Not here: what runs on the loop (``harness.server``, ``harness.relay``).
 """
 
@@ -19,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
-__all__ = ["LoopThread", "LoopThreadError"]
+from harness.vocab.apis import PATH_PREFIX
+
+__all__ = ["LoopService", "LoopThread", "LoopThreadError"]
 
 T = TypeVar("T")
 
@@ -119,6 +126,68 @@ class LoopThread:
             # control-API reply) must not outlive the server or relay that started it
             loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
+
+
+class LoopService:
+    """A socket service on its own loop thread; see the module docstring.
+
+    Subclasses set ``host`` and ``port`` (the bound port once started) and implement
+    :meth:`_serve` and :meth:`_shutdown`."""
+
+    host: str
+    port: int
+    #: How long a start or a stop may take (None: no limit).
+    loop_timeout_s: float | None = None
+
+    def __init__(self, name: str) -> None:
+        self._loop_thread = LoopThread(name)
+
+    def start(self) -> Self:
+        """Serve from the loop thread; returns once accepting. Idempotent."""
+        if self._loop_thread.started:
+            return self
+        self._before_start()
+        try:
+            self._loop_thread.start(self._serve, timeout_s=self.loop_timeout_s)
+        except Exception as exc:
+            raise self._start_failed(exc) from exc
+        return self
+
+    def stop(self) -> None:
+        """Run :meth:`_shutdown` on the loop, stop it, join the thread. Idempotent."""
+        self._loop_thread.stop(self._shutdown, timeout_s=self.loop_timeout_s)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._loop_thread.running
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return self.url + PATH_PREFIX
+
+    def _before_start(self) -> None:
+        """Sync set-up in the caller's thread before the loop starts (bind early)."""
+
+    async def _serve(self) -> None:
+        raise NotImplementedError
+
+    async def _shutdown(self) -> None:
+        raise NotImplementedError
+
+    def _start_failed(self, exc: Exception) -> Exception:
+        """The error :meth:`start` raises when ``_serve`` (or the thread) failed."""
+        return exc
 
 
 async def _await(fn: Callable[[], Awaitable[None]]) -> None:

@@ -1,9 +1,11 @@
 """A scenario's network path: the ``[network]`` table and the relay-only fault actions.
 
-Layer 2, beside the relay and the network backends: :func:`network_for` is what the
-scenario loader calls, so the loader (layer 4) does not reach into ``harness.netem``
-itself, and the rule that turns a relay-only action into a server fault plus a relay
-mode lives with the relay semantics rather than in the file parser.
+Beside the scenario model: :func:`network_for` is what the scenario loader calls and
+:func:`network_from_dict` the ``[network]`` parser, into a
+:class:`~harness.faults.network.spec.NetworkSpec` (data). A scenario is data: validating
+it needs no backend, so this module never imports ``harness.netem`` (the import contract
+forbids it). A relay-only action (its ``relay_mode``) becomes a server fault plus a relay
+mode here, not in the file parser.
 
 ``swallow_close`` (relay only): the fault server closes (``fin``) at the rule's phase,
 for the requests the rule matches, and a relay in ``swallow_close`` mode in front of it
@@ -18,18 +20,25 @@ Not here: running a backend (``harness.netem.backends.network_backend``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.faults import Fault, FaultScript, FaultSpecError, Fin
+from harness.faults.network.kernel import kernel_settings_from_dict
+from harness.faults.network.spec import NETWORK_BACKENDS, NetworkSpec
+from harness.faults.network.toxics import toxic_from_dict
+from harness.faults.network.trigger import parse_trigger
+from harness.relay.settings import relay_settings_from_dict
 
-__all__ = ["NetworkConflict", "network_for", "relay_actions"]
+__all__ = ["NetworkConflict", "network_for", "network_from_dict", "relay_actions"]
 
-#: The relay mode a scenario gets for a ``swallow_close`` rule.
-_SWALLOW_NETWORK = {"backend": "relay", "relay": {"mode": "swallow_close"}}
-_SWALLOW_ALLOWED = (
-    'no [network] table, or backend = "relay" with relay = { mode = "swallow_close" }'
-)
+#: The keys each backend's table may have.
+_KEYS = {
+    "server": ("backend",),
+    "relay": ("backend", "relay", "at"),
+    "toxiproxy": ("backend", "toxics"),
+    "kernel": ("backend", "kernel"),
+}
 
 
 class NetworkConflict(FaultSpecError):
@@ -49,36 +58,89 @@ def network_for(
     script, network_raw = relay_actions(script, network_raw, where=where)
     if network_raw is None:
         return script, None
-    from harness.netem.backends import network_from_dict  # only scenarios that use it pay
-
     return script, network_from_dict(network_raw, where=where)
 
 
 def relay_actions(
     script: FaultScript, network_raw: Any, *, where: str = "network"
 ) -> tuple[FaultScript, Any]:
-    """Play ``swallow_close`` rules as a server ``fin`` behind a swallowing relay."""
-    indexes = [i for i, r in enumerate(script.rules) if r.fault.action.name == "swallow_close"]
-    if not indexes:
+    """Play each relay-only rule (its action's ``relay_mode``, e.g. ``swallow_close``) as a
+    server ``fin`` behind a relay in that mode."""
+    relayed = [(i, r.fault.action) for i, r in enumerate(script.rules) if r.fault.action.relay_mode]
+    if not relayed:
         return script, network_raw
+    first, action = relayed[0]
+    mode = action.relay_mode
+    wanted = {"backend": "relay", "relay": {"mode": mode}}
+    allowed = f'no [network] table, or backend = "relay" with relay = {{ mode = "{mode}" }}'
     if network_raw is None:
-        network_raw = _SWALLOW_NETWORK
+        network_raw = wanted
     else:
         relay = network_raw.get("relay") if isinstance(network_raw, Mapping) else None
-        mode = relay.get("mode") if isinstance(relay, Mapping) else None
+        has_mode = relay.get("mode") if isinstance(relay, Mapping) else None
         backend = network_raw.get("backend") if isinstance(network_raw, Mapping) else None
-        if backend != "relay" or mode != "swallow_close":
+        if backend != "relay" or has_mode != mode:
             raise NetworkConflict(
                 where,
                 network_raw,
-                _SWALLOW_ALLOWED,
-                f"{dict(network_raw)!r} conflicts with the swallow_close rule "
-                f"script.rules[{indexes[0]}]",
+                allowed,
+                f"{dict(network_raw)!r} conflicts with the {action.name} rule "
+                f"script.rules[{first}]",
+            )
+    for i, other in relayed[1:]:
+        if other.relay_mode != mode:
+            raise NetworkConflict(
+                f"script.rules[{i}]",
+                other.name,
+                f"relay-only actions of one relay mode ({mode}, as script.rules[{first}])",
+                f"{other.name} needs relay mode {other.relay_mode}, script.rules[{first}] {mode}",
             )
     rules = tuple(
         dataclasses.replace(r, fault=Fault(r.fault.phase, Fin()))
-        if r.fault.action.name == "swallow_close"
+        if r.fault.action.relay_mode
         else r
         for r in script.rules
     )
     return dataclasses.replace(script, rules=rules), network_raw
+
+
+def network_from_dict(data: Mapping[str, Any] | None, *, where: str = "network") -> NetworkSpec:
+    """Validate a scenario's ``[network]`` table (None: no network backend)."""
+    if data is None:
+        return NetworkSpec()
+    if not isinstance(data, Mapping):
+        raise FaultSpecError(where, data, "a table with backend = " + " | ".join(NETWORK_BACKENDS))
+    backend = data.get("backend", "server")
+    if backend not in NETWORK_BACKENDS:
+        raise FaultSpecError(f"{where}.backend", backend, ", ".join(NETWORK_BACKENDS))
+    for key in data:
+        if key not in _KEYS[backend]:
+            raise FaultSpecError(
+                f"{where}.{key}",
+                data[key],
+                f"keys for backend {backend}: {', '.join(_KEYS[backend])}",
+            )
+    if backend == "relay":
+        relay = relay_settings_from_dict(data.get("relay"), where=f"{where}.relay")
+        return NetworkSpec(
+            backend,
+            relay=relay,
+            relay_at=parse_trigger(data.get("at", "start"), where=f"{where}.at"),
+        )
+    if backend == "toxiproxy":
+        raw = data.get("toxics", [])
+        if not isinstance(raw, Sequence) or isinstance(raw, str | bytes) or not raw:
+            raise FaultSpecError(f"{where}.toxics", raw, "a non-empty list of toxic tables")
+        toxics = tuple(toxic_from_dict(t, where=f"{where}.toxics[{i}]") for i, t in enumerate(raw))
+        names = [t.name for t in toxics if t.type != "down"]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup:
+            raise FaultSpecError(
+                f"{where}.toxics", dup, "unique toxic names (set name = ... on one of them)"
+            )
+        return NetworkSpec(backend, toxics=toxics)
+    if backend == "kernel":
+        return NetworkSpec(
+            backend, kernel=kernel_settings_from_dict(data.get("kernel"), where=f"{where}.kernel")
+        )
+    return NetworkSpec()

@@ -279,7 +279,13 @@ def fault_onset(timeline: Sequence[Any], *, before: float | None = None) -> floa
     return min(onsets) if onsets else None
 
 
-def detection_latency(timeline: Sequence[Any], client_error_t: float | None) -> float | None:
+def detection_latency(
+    timeline: Sequence[Any],
+    client_error_t: float | None,
+    *,
+    started_t: float | None = None,
+    request_starts: Sequence[float] = (),
+) -> float | None:
     """Client error time minus the onset of the fault it reacted to, in seconds.
 
     The fault is the last one that fired before the error: with retries, that is the
@@ -287,10 +293,18 @@ def detection_latency(timeline: Sequence[Any], client_error_t: float | None) -> 
     loop (``CaseResult.elapsed_s`` has that). None if either stamp is unknown. Both are
     ``time.monotonic()`` stamps; on Linux that clock is system-wide, so a child
     process's stamp and the server's compare directly.
+
+    On the case's own clock: a fault in place before the call started (``started_t``;
+    a Toxiproxy toxic or a relay mode set up with the network path, while the child was
+    still starting) took effect on the requests, so its onset is the last request start
+    before the error (else the call's start), never the set-up time.
     """
     if client_error_t is None:
         return None
     onset = fault_onset(timeline, before=client_error_t)
+    if onset is not None and started_t is not None and onset < started_t:
+        starts = [t for t in request_starts if started_t <= t <= client_error_t]
+        onset = max(starts) if starts else started_t
     if onset is None:
         return None
     return client_error_t - onset

@@ -3,8 +3,10 @@
 ``plan`` is every scenario x every target in a fixed order (scenario name, then target
 order): a case with no expectation for its target runs too and is judged by the
 scenario's contract verdict alone. ``Shard`` picks every N-th case of that order, so CI
-machines split the catalog without talking to each other. ``estimated_s`` is the rough
-cost the scheduler (``harness.runner.run_cases``) sorts by.
+machines split the catalog without talking to each other. :func:`plan_case` decides a
+case's facts once (:class:`CasePlan`: does it apply, its time scale and ceiling, its
+follow-up, its child); the scheduler, the child owner, the lifecycle and the judge step
+read them from there. ``estimated_s`` is the rough cost the scheduler sorts by.
 
 Not here: running a case (``harness.lifecycle``) or judging it (``harness.judge``).
 """
@@ -16,10 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.environment import check_time_scale
+from harness.outcome import Expected
 from harness.scenario import Scenario
-from harness.targets import allowed_targets, expectation_key, is_target, load_target
+from harness.targets import Target, allowed_targets, expectation_key, is_target, load_target
 
 __all__ = [
+    "CHILD_START_S",
+    "CasePlan",
     "DEFAULT_JOBS",
     "DEFAULT_MIN_CEILING_S",
     "DEFAULT_TARGETS",
@@ -33,6 +38,7 @@ __all__ = [
     "estimated_s",
     "only_waits",
     "plan",
+    "plan_case",
 ]
 
 #: ``harness run``'s default: 1 scenario second = 50 ms. Fault timings stay well above
@@ -56,6 +62,9 @@ DEFAULT_WAIT_LANES = 4
 DEFAULT_IDLE_LANES = 16
 #: A case estimated to take this long (real seconds) or more goes to the long queue.
 LONG_CASE_S = 2.5
+#: How long a child may take to import its client and say ready (cold disk, busy CI);
+#: a target that needs longer says so (``Target.start_s``).
+CHILD_START_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,7 @@ class RunSettings:
         ``min_ceiling_s``, e.g. a client whose retry backoff does not scale)."""
         floor = self.min_ceiling_s
         if target is not None:
-            floor = max(floor, float(getattr(load_target(target), "min_ceiling_s", 0.0)))
+            floor = max(floor, float(load_target(target).min_ceiling_s))
         scale = self.time_scale if time_scale is None else time_scale
         return max(scenario.ceiling_s * scale, floor)
 
@@ -145,6 +154,106 @@ def plan(
     return cases
 
 
+@dataclass(frozen=True, kw_only=True)
+class CasePlan:
+    """One case's facts, decided once before it runs (:func:`plan_case`) and read by
+    everything after it: the scheduler, the child owner, the lifecycle, the judge step."""
+
+    scenario: Scenario
+    target: str
+    target_cls: type[Target]
+    #: Why the case does not apply (the target does not speak its API); None: it runs.
+    not_applicable: str | None
+    time_scale: float
+    #: The outer ceiling (real seconds), counted from the child's ``started``.
+    ceiling_s: float
+    #: The target makes the contract's follow-up call here (never from a kernel
+    #: namespace, whose child cannot reach the follow-up server).
+    follows_up: bool
+    #: The case needs a child of its own: its ``env``, or a kernel namespace (the child
+    #: runs through the namespace's command prefix). No spare serves it.
+    own_child: bool
+    #: A child this case leaves clean may take the target's next case.
+    reuse_child: bool
+    #: How long the child may take to say ``ready`` (real seconds).
+    start_s: float
+    #: The target whose expectation judges the case (``reference`` for a mutant).
+    expect_as: str
+    expected: Expected | None
+    max_requests: int | None
+
+    @property
+    def applies(self) -> bool:
+        return self.not_applicable is None
+
+    @property
+    def case(self) -> tuple[Scenario, str]:
+        return self.scenario, self.target
+
+    @property
+    def only_waits(self) -> bool:
+        """Expected to hang: the child idles on a socket until the outer ceiling, costing
+        wall time but no CPU, so such cases can wait side by side (``idle_lanes``). Any
+        backend: a held relay, a Toxiproxy ``timeout`` or a dead kernel peer idle alike."""
+        return self.applies and self.expected is not None and self.expected.kind == "hung"
+
+    @property
+    def estimate_s(self) -> float:
+        """A rough cost for scheduling: the whole ceiling for an expected hang or a
+        kernel scenario, a quarter of it behind a relay or proxy, a tenth otherwise. A
+        target that raises the ceiling because its own retry backoff runs in real time
+        spends about half of that on a call expected to fail (hermes: 7-31 s, against
+        0.1-9 s for most that succeed), so those go first; and a raw ``Retry-After`` in
+        seconds is real time a client that honours it waits."""
+        if not self.applies:
+            return 0.0  # not_applicable: never run
+        ceiling, expected, backend = self.ceiling_s, self.expected, self.scenario.backend
+        if backend == "kernel" or (expected is not None and expected.kind == "hung"):
+            return ceiling
+        if backend != "server":
+            return ceiling / 4
+        estimate = max(ceiling / 10, min(_raw_retry_after_s(self.scenario), ceiling))
+        backoff_s = float(self.target_cls.min_ceiling_s)
+        if backoff_s and expected is not None and expected.kind != "ok" and not expected.alternatives:
+            return max(estimate, backoff_s / 2)
+        return estimate
+
+
+def plan_case(
+    scenario: Scenario, target: str, settings: RunSettings, *, expect_as: str | None = None
+) -> CasePlan:
+    """Decide one case (see :class:`CasePlan`); ``expect_as`` judges ``target`` by
+    another target's expectation (default: its own, ``reference`` for a mutant)."""
+    cls = load_target(target)
+    key = expect_as or expectation_key(target)
+    speaks = scenario.api in cls.apis
+    # Kernel timers (keepalive, RTO, TCP_USER_TIMEOUT) are real seconds, and a relay's own
+    # latency does not shrink: such scenarios set (or imply) a floor for the time scale;
+    # so does a target whose own deadlines are only as fine as its poll (hermes).
+    scale = case_time_scale(scenario, target, settings.time_scale)
+    own_child = bool(scenario.env) or scenario.backend == "kernel"
+    return CasePlan(
+        scenario=scenario,
+        target=target,
+        target_cls=cls,
+        # Not a failure of the target and not a missing tier: the question does not apply.
+        # Matched only when the scenario says so, so a target that starts to speak the API
+        # (or a typo in ``api``) shows up as a mismatch instead of passing silently.
+        not_applicable=None
+        if speaks
+        else f"{target} does not speak api={scenario.api} (speaks {', '.join(cls.apis)})",
+        time_scale=scale,
+        ceiling_s=settings.ceiling_for(scenario, target, time_scale=scale),
+        follows_up=cls.follows_up and scenario.backend != "kernel",
+        own_child=own_child,
+        reuse_child=settings.reuse_children and bool(cls.reusable) and not own_child,
+        start_s=max(CHILD_START_S, float(cls.start_s)),
+        expect_as=key,
+        expected=scenario.expected_for(key),
+        max_requests=scenario.budget.max_requests_of(key),
+    )
+
+
 def case_time_scale(scenario: Scenario, target: str, run_scale: float) -> float:
     """The time scale ``scenario`` runs at against ``target`` in a run at ``run_scale``:
     the scenario's (its own floor, kernel timers in real time), raised to the target's
@@ -152,33 +261,12 @@ def case_time_scale(scenario: Scenario, target: str, run_scale: float) -> float:
     scale = scenario.time_scale_for(run_scale)
     if scenario.backend == "kernel":
         return scale
-    return max(scale, float(getattr(load_target(target), "min_time_scale", 0.0) or 0.0))
+    return max(scale, float(load_target(target).min_time_scale))
 
 
 def estimated_s(case: tuple[Scenario, str], settings: RunSettings) -> float:
-    """A rough cost for scheduling: the whole ceiling for an expected hang or a kernel
-    scenario, a quarter of it behind a relay or proxy, a tenth otherwise. The ceiling is
-    the target's (raised by its ``min_ceiling_s``). A target that raises it because its
-    own retry backoff runs in real time spends about half of that on a call expected to
-    fail (hermes: 7-31 s, against 0.1-9 s for most that succeed), so those go first; and
-    a raw ``Retry-After`` in seconds is real time a client that honours it waits."""
-    scenario, target = case
-    cls = load_target(target)
-    if scenario.api not in getattr(cls, "apis", (scenario.api,)):
-        return 0.0  # not_applicable: never run
-    ceiling = settings.ceiling_for(
-        scenario, target, time_scale=case_time_scale(scenario, target, settings.time_scale)
-    )
-    expected = scenario.expected_for(expectation_key(target))
-    if scenario.backend == "kernel" or (expected is not None and expected.kind == "hung"):
-        return ceiling
-    if scenario.backend != "server":
-        return ceiling / 4
-    estimate = max(ceiling / 10, min(_raw_retry_after_s(scenario), ceiling))
-    backoff_s = float(getattr(cls, "min_ceiling_s", 0.0) or 0.0)
-    if backoff_s and expected is not None and expected.kind != "ok" and not expected.alternatives:
-        return max(estimate, backoff_s / 2)
-    return estimate
+    """``CasePlan.estimate_s`` of ``case`` in a run with ``settings``."""
+    return plan_case(*case, settings).estimate_s
 
 
 def _raw_retry_after_s(scenario: Scenario) -> float:
@@ -193,12 +281,9 @@ def _raw_retry_after_s(scenario: Scenario) -> float:
 
 
 def only_waits(case: tuple[Scenario, str]) -> bool:
-    """Whether ``case`` is expected to hang: its child sits idle on a socket until the
-    outer ceiling, costing wall time but no CPU, so such cases can wait side by side
-    (``RunSettings.idle_lanes``). Any backend: a held relay, a Toxiproxy ``timeout`` or
-    a dead kernel peer idle the same way (each case has its own path)."""
-    scenario, target = case
-    if scenario.api not in getattr(load_target(target), "apis", (scenario.api,)):
-        return False
-    expected = scenario.expected_for(expectation_key(target))
-    return expected is not None and expected.kind == "hung"
+    """``CasePlan.only_waits`` of ``case``: whether it is expected to hang."""
+    return plan_case(*case, _ANY_SETTINGS).only_waits
+
+
+#: only_waits does not depend on the run's settings.
+_ANY_SETTINGS = RunSettings(environ={})

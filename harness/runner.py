@@ -26,29 +26,29 @@ Not here: scenario parsing (``harness.scenario``), rendering (``harness.report``
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.case_result import CaseResult
+from harness.children import STARTING_AT_ONCE, Spares
 from harness.judge import judge_case
-from harness.lifecycle import CHILD_START_S, observe_case
+from harness.lifecycle import observe_case
 from harness.planning import (
     DEFAULT_JOBS,
     DEFAULT_MIN_CEILING_S,
     DEFAULT_TARGETS,
     DEFAULT_TIME_SCALE,
+    CasePlan,
     RunSettings,
     Shard,
-    case_time_scale,
     plan,
+    plan_case,
 )
 from harness.scenario import Scenario
 from harness.scheduling import CaseQueue
-from harness.targets import expectation_key, load_target
-from harness.targets.runtime.process import ChildFailed, TargetProcess
+from harness.targets.runtime.process import TargetProcess
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -63,9 +63,6 @@ __all__ = [
     "run_cases",
 ]
 
-#: Children for idle lanes start this many at a time: a burst of start-ups (hermes
-#: imports ~1.3 s of CPU each) on a loaded machine overran CHILD_START_S.
-STARTING_AT_ONCE = max(2, os.cpu_count() or 1)
 #: Frozen, so one shared default is safe.
 _DEFAULT_SETTINGS = RunSettings()
 
@@ -85,16 +82,11 @@ def run_case(
     spare); it is consumed. ``expect_as`` judges the target by another target's
     expectation (a ``mutant:`` target is judged by ``reference`` by default).
     """
+    case = plan_case(scenario, target, settings, expect_as=expect_as)
     with contextlib.ExitStack() as stack:
         follow_up = _FollowUp(stack, _default_server)
         result, reusable = _run_case(
-            scenario,
-            target,
-            server=server,
-            settings=settings,
-            child=child,
-            expect_as=expect_as,
-            follow_up_url=follow_up.url_for(target),
+            case, server=server, settings=settings, child=child, follow_up_url=follow_up.url_for(case)
         )
     if reusable is not None:
         reusable.finish(time.monotonic() + 5.0)
@@ -102,40 +94,25 @@ def run_case(
 
 
 def _run_case(
-    scenario: Scenario,
-    target: str,
+    case: CasePlan,
     *,
     server: Any,
     settings: RunSettings,
     child: TargetProcess | None,
-    expect_as: str | None,
     follow_up_url: str | None = None,
 ) -> tuple[CaseResult, TargetProcess | None]:
     """:func:`run_case`, also returning the child when it is clean enough to reuse."""
-    key = expect_as or expectation_key(target)
-    # Kernel timers (keepalive, RTO, TCP_USER_TIMEOUT) are real seconds, and a relay's own
-    # latency does not shrink: such scenarios set (or imply) a floor for the time scale;
-    # so does a target whose own deadlines are only as fine as its poll (hermes).
-    scale = case_time_scale(scenario, target, settings.time_scale)
-    ceiling = settings.ceiling_for(scenario, target, time_scale=scale)
     observed, reusable = observe_case(
-        scenario,
-        target,
-        server=server,
-        settings=settings,
-        child=child,
-        time_scale=scale,
-        ceiling_s=ceiling,
-        follow_up_url=follow_up_url,
+        case, server=server, settings=settings, child=child, follow_up_url=follow_up_url
     )
     result = judge_case(
-        scenario,
-        target,
+        case.scenario,
+        case.target,
         observed,
-        expected=scenario.expected_for(key),
-        max_requests=scenario.budget.max_requests_of(key),
-        time_scale=scale,
-        ceiling_s=ceiling,
+        expected=case.expected,
+        max_requests=case.max_requests,
+        time_scale=case.time_scale,
+        ceiling_s=case.ceiling_s,
         keep_timeline=settings.keep_timeline,
         find_sentinel=_find_sentinel,
     )
@@ -163,47 +140,29 @@ def run_cases(
     # Kinds, lanes and which case a worker takes next: ``harness.scheduling`` (a worker
     # stays on its target, so its clean child is reused); results still come back in
     # ``cases`` order.
-    queue = CaseQueue(cases, settings)
+    queue = CaseQueue([plan_case(s, t, settings) for s, t in cases], settings)
     lock = threading.Lock()
     starting = threading.BoundedSemaphore(STARTING_AT_ONCE)
     errors: list[BaseException] = []
 
     def worker(lane: str, name: str) -> None:
-        spares: dict[str, TargetProcess] = {}
+        spares = Spares(settings, starting)  # this worker's children (harness.children)
         current: str | None = None
         try:
             with factory() as server, contextlib.ExitStack() as stack:
                 follow_up = _FollowUp(stack, factory)
                 while (item := queue.take(lane, name, current)) is not None:
-                    index, (scenario, target) = item
-                    current = target
-                    child = spares.pop(target, None)
-                    upcoming = queue.peek(lane, name, target)
-                    _drop_spares(spares, keep=None if upcoming is None else upcoming[1])
-                    # Start the next case's child now, so its start-up (imports, warm-up)
-                    # overlaps this case; for the same reusable target, this case's child
-                    # is usually reused instead. Not on an idle lane: its cases start
-                    # their children through the throttle below.
-                    if lane != "idle" and _wants_spare(upcoming, target, spares):
-                        assert upcoming is not None
-                        spares[upcoming[1]] = TargetProcess.spawn(
-                            upcoming[1], environ=settings.environ
-                        )
-                    if child is None and lane == "idle" and _wants_spare(item[1], "", {}):
-                        child = _start_throttled(target, settings, starting)
+                    index, case = item
+                    current = case.target
+                    upcoming = queue.peek(lane, name, case.target)
                     result, reusable = _run_case(
-                        scenario,
-                        target,
+                        case,
                         server=server,
                         settings=settings,
-                        child=child,
-                        expect_as=None,
-                        follow_up_url=follow_up.url_for(target),
+                        child=spares.for_case(case, upcoming, lane=lane),
+                        follow_up_url=follow_up.url_for(case),
                     )
-                    if reusable is not None and target not in spares:
-                        spares[target] = reusable
-                    elif reusable is not None:
-                        reusable.finish(time.monotonic() + 5.0)
+                    spares.give_back(case, reusable)
                     with lock:
                         results[index] = result
                         if on_result is not None:
@@ -213,7 +172,7 @@ def run_cases(
             with lock:
                 errors.append(exc)
         finally:
-            _drop_spares(spares, keep=None)
+            spares.close()
 
     general = min(settings.jobs, max(len(cases), 1))
     lanes = ["general"] * general
@@ -237,46 +196,6 @@ def run_cases(
 # --------------------------------------------------------------------------- helpers
 
 
-def _drop_spares(spares: dict[str, TargetProcess], *, keep: str | None) -> None:
-    """Kill the idle children a worker will not use (it moved on to another target)."""
-    for name in [name for name in spares if name != keep]:
-        spares.pop(name).kill()
-
-
-def _start_throttled(
-    target: str, settings: RunSettings, starting: threading.BoundedSemaphore
-) -> TargetProcess | None:
-    """A child for ``target``, started and ready while holding one of ``starting``; None
-    if it failed to start (the case then starts its own and reports the failure)."""
-    with starting:
-        child = TargetProcess.spawn(target, environ=settings.environ)
-        try:
-            child.wait_ready(time.monotonic() + CHILD_START_S)
-        except ChildFailed:
-            return None  # already killed and reaped by the failed wait
-        except BaseException:
-            child.kill()  # interrupted: no child outlives the run
-            raise
-    return child
-
-
-def _wants_spare(
-    upcoming: tuple[Scenario, str] | None, target: str, spares: dict[str, TargetProcess]
-) -> bool:
-    """Whether to pre-start a child for the upcoming case: not when one is waiting, not
-    when this case's child will likely be reused (same reusable target), and not when
-    the case would not use it (its own environment, a kernel namespace, another API)."""
-    if upcoming is None:
-        return False
-    scenario, name = upcoming
-    cls = load_target(name)
-    if name in spares or (name == target and getattr(cls, "reusable", False)):
-        return False
-    if scenario.env or scenario.backend == "kernel":
-        return False
-    return scenario.api in getattr(cls, "apis", (scenario.api,))
-
-
 def _find_sentinel(text: str) -> str | None:
     from harness.sentinels import find_sentinels
 
@@ -293,8 +212,8 @@ class _FollowUp:
         self._factory = factory
         self._url: str | None = None
 
-    def url_for(self, target: str) -> str | None:
-        if not getattr(load_target(target), "follows_up", False):
+    def url_for(self, case: CasePlan) -> str | None:
+        if not case.follows_up:
             return None
         if self._url is None:
             self._url = self._stack.enter_context(self._factory()).base_url

@@ -70,6 +70,7 @@ from harness.scenario_errors import (
     from_validation,
     read_toml,
 )
+from harness.vocab.apis import APIS, ApiName
 
 __all__ = [
     "APIS",
@@ -88,7 +89,6 @@ __all__ = [
 
 #: The catalog shipped inside the package (``harness/catalog/``, installed as package data).
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
-APIS = ("chat", "responses", "messages")
 DEFAULT_MODEL = "test-model"
 DEFAULT_CEILING_S = 60.0
 DEFAULT_PROMPT = "Answer with a few words."
@@ -199,7 +199,7 @@ class _ScenarioFields(_Model):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
     summary: str = Field(min_length=1)
     references: list[str] = Field(default_factory=list)
-    api: Literal["chat", "responses", "messages"] = "chat"
+    api: ApiName = "chat"
     stream: bool = True
     ceiling_s: float = Field(default=DEFAULT_CEILING_S, gt=0)
     #: The fastest this scenario replays faithfully: a run's time scale below it is raised
@@ -232,7 +232,7 @@ class Scenario(_ScenarioFields):
     )
 
     script: FaultScript
-    #: ``harness.netem.backends.NetworkSpec`` from a ``[network]`` table; None: the fault
+    #: ``harness.faults.network.spec.NetworkSpec`` from a ``[network]`` table; None: the fault
     #: server directly (no relay, proxy or kernel fault in between).
     network: Any = None
     path: str = ""

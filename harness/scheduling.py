@@ -1,7 +1,8 @@
 """Which case a worker takes next: the run's cases in kinds and per-target groups.
 
-Three kinds of case: expected hangs (``only_waits``: the child idles until the ceiling),
-other long ones (``estimated_s`` >= ``LONG_CASE_S``: kernel timers, relays, proxies; or
+The cases are their plans (``harness.planning.CasePlan``, decided once). Three kinds of
+case: expected hangs (``only_waits``: the child idles until the ceiling), other long
+ones (``estimate_s`` >= ``LONG_CASE_S``: kernel timers, relays, proxies; or
 a scenario that raises its own time scale above the run's, so it paces in near real
 time) and short ones. A lane takes kinds in its order (``LANE_KINDS``): a general worker short
 cases first, then long, then idle ones; a wait lane long then idle; an idle lane only
@@ -24,12 +25,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from harness.planning import LONG_CASE_S, RunSettings, case_time_scale, estimated_s, only_waits
-from harness.scenario import Scenario
+from harness.planning import LONG_CASE_S, CasePlan, RunSettings
 
 __all__ = ["LANE_KINDS", "SWITCH_COST_S", "CaseQueue"]
 
-Case = tuple[Scenario, str]
 #: What moving to another target costs a worker: a child start-up (imports and warm-up,
 #: ~1.7 s of CPU for the reference client; hermes's more).
 SWITCH_COST_S = 2.0
@@ -44,31 +43,31 @@ LANE_KINDS: dict[str, tuple[str, ...]] = {
 class CaseQueue:
     """The cases not yet taken, shared by the workers of one run (thread-safe)."""
 
-    def __init__(self, cases: Sequence[Case], settings: RunSettings) -> None:
+    def __init__(self, cases: Sequence[CasePlan], settings: RunSettings) -> None:
         self._lock = threading.Lock()
         self._stopped = False
         #: kind -> target -> [(estimate, index, case)], longest first
-        self._groups: dict[str, dict[str, list[tuple[float, int, Case]]]] = {
+        self._groups: dict[str, dict[str, list[tuple[float, int, CasePlan]]]] = {
             kind: {} for kind in ("short", "long", "idle")
         }
         #: worker -> the target it is on (its child's), for spreading the workers
         self._on: dict[str, str] = {}
         for index, case in enumerate(cases):
-            estimate = estimated_s(case, settings)
+            estimate = case.estimate_s
             kind = self._kind(case, estimate, settings)
-            self._groups[kind].setdefault(case[1], []).append((estimate, index, case))
+            self._groups[kind].setdefault(case.target, []).append((estimate, index, case))
         for groups in self._groups.values():
             for group in groups.values():
                 group.sort(key=lambda item: (-item[0], item[1]))
 
     @staticmethod
-    def _kind(case: Case, estimate: float, settings: RunSettings) -> str:
-        if settings.idle_lanes > 0 and only_waits(case):
+    def _kind(case: CasePlan, estimate: float, settings: RunSettings) -> str:
+        if settings.idle_lanes > 0 and case.only_waits:
             return "idle"
         # A scenario with a time-scale floor of its own (slow-but-alive pacing, a relay,
         # kernel timers) paces in near real time with wide margins: it waits, and its
         # seconds (10 s for a keep-alive stream at 0.2) kept the general workers busy.
-        floored = case_time_scale(*case, settings.time_scale) > settings.time_scale
+        floored = case.time_scale > settings.time_scale
         return "long" if estimate >= LONG_CASE_S or floored else "short"
 
     def count(self, kind: str) -> int:
@@ -81,7 +80,7 @@ class CaseQueue:
         with self._lock:
             self._stopped = True
 
-    def take(self, lane: str, worker: str, current: str | None) -> tuple[int, Case] | None:
+    def take(self, lane: str, worker: str, current: str | None) -> tuple[int, CasePlan] | None:
         """The next case for ``worker`` on ``lane`` (``current``: the target of the case
         it ran last), removed from the queue; None when its lane has nothing left."""
         with self._lock:
@@ -96,7 +95,7 @@ class CaseQueue:
             self._on[worker] = target
             return index, case
 
-    def peek(self, lane: str, worker: str, current: str | None) -> Case | None:
+    def peek(self, lane: str, worker: str, current: str | None) -> CasePlan | None:
         """The case ``take`` would return now, left in the queue."""
         with self._lock:
             found = self._choose(lane, worker, current)
@@ -115,7 +114,7 @@ class CaseQueue:
 
 
 def _rank(
-    group: list[tuple[float, int, Case]], target: str, current: str | None, others: list[str]
+    group: list[tuple[float, int, CasePlan]], target: str, current: str | None, others: list[str]
 ) -> tuple[float, float, str]:
     """Sort key for the next target: the longest case first (a long case left for the
     tail is the wall time), the worker's own target counted ``SWITCH_COST_S`` longer (a

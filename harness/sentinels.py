@@ -52,6 +52,7 @@ records, and the structural checks (``harness.live.sentinels``); redaction
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -110,13 +111,7 @@ class Finding:
         return f"{self.sentinel} in {self.where}{at}{chunk}{excerpt}"
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "sentinel": self.sentinel,
-            "where": self.where,
-            "offset": self.offset,
-            "chunk": self.chunk,
-            "excerpt": self.excerpt,
-        }
+        return dataclasses.asdict(self)
 
 
 def find_sentinels(text: str | None, *, where: str = "reply") -> list[Finding]:

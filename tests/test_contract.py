@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract import CHECKS, Facts, contract_for, judge
+from harness.contract import CHECKS, Facts, Verdict, contract_for, judge
+from harness.contract.evidence import contract_facts, evidence_for
 from harness.outcome import Outcome
 from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
 
@@ -121,12 +122,39 @@ def test_dishonest_replies_leaks_late_requests_and_a_failed_follow_up_fail():
     assert judge(c, facts(requests=6)).failed_checks == ("request_budget",)
 
 
-def test_crash_is_not_a_clean_error_and_not_run_cases_fail_with_the_reason():
+def test_crash_is_not_a_clean_error_and_not_run_cases_are_not_run_not_failed():
     c = contract_for(make(script={"rules": [rule("event:3", "fin")]}))
     crash = Outcome("error", "TargetCrashed", ("TargetCrashed",))
     assert judge(c, facts(crash)).failed_checks == ("clean_error",)
-    assert judge(c, facts(Outcome("not_applicable"))).failed_checks == ("not_applicable",)
-    assert judge(c, facts(Outcome("skipped"))).failed_checks == ("not_run",)
+    # a case that never ran was judged by no check: neither a pass nor a fail (issue 24)
+    for kind in ("not_applicable", "skipped"):
+        assert judge(c, facts(Outcome(kind))) == Verdict("not_run")
+
+
+def test_claimed_attempts_beyond_those_that_reached_the_wire_fail_accounting():
+    c = contract_for(make(script={"rules": [rule("event:3", "fin")]}))
+    error = Outcome("error", "APIConnectionError", ("APIConnectionError",))
+    over = facts(error, claimed_attempts=3, wire_attempts=1)
+    assert judge(c, over).failed_checks == ("accounting",)
+    assert evidence_for(c, over, ("accounting",))["accounting"].startswith(
+        "claims 3 attempts, 1 reached the wire"
+    )
+    assert judge(c, facts(error, claimed_attempts=1, wire_attempts=1)).verdict == "safe"
+    # unknown on either side (the client does not say; a network path in between)
+    assert judge(c, facts(error, claimed_attempts=3)).verdict == "safe"
+    assert judge(c, facts(error, wire_attempts=0)).verdict == "safe"
+
+
+def test_failed_bound_says_where_the_call_ended_and_the_bound():
+    c = contract_for(make(script={"rules": [rule("request", "hang")]}, contract={"bound_s": 20}))
+    late = facts(Outcome("error", "HardCeiling", ("HardCeiling",)), elapsed_s=3.0, ceiling_s=3.0)
+    assert judge(c, late).failed_checks == ("bounded",)
+    assert evidence_for(c, late, ("bounded",)) == {
+        "bounded": "ended at the 3.00 s ceiling, bound 2.00 s"
+    }
+    shown = contract_facts(c, late)
+    assert shown["bound_s"] == 2.0 and shown["bound_from"] == "scenario"
+    assert "bounded" in shown["checks"] and "retry_after" not in shown["checks"]
 
 
 def test_slow_but_alive_stream_killed_by_a_deadline_fails_no_false_kill():
@@ -193,7 +221,7 @@ def test_bad_contract_table_names_the_file_and_the_field(tmp_path: Path, table, 
 
 
 def test_every_catalog_scenario_has_a_contract_and_check_names_are_stable():
-    assert len(set(CHECKS)) == len(CHECKS) == 14
+    assert len(set(CHECKS)) == len(CHECKS) == 15
     for s in load_catalog():
         c = contract_for(s)
         assert c.ideal in ("reply", "reply_or_error") and c.max_requests >= 1, s.name

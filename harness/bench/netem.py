@@ -203,8 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dead_peer_row(case, *, runs: int, margin_s: float) -> DeadPeerRow:
+    from harness.faults.network.kernel import KeepaliveSettings, KernelSettings
     from harness.netem.deadpeer import run_dead_peer
-    from harness.netem.kernel import KeepaliveSettings, KernelSettings
 
     label, shape, ka, uto = case
     settings = KernelSettings(

@@ -14,6 +14,7 @@
     harness proxy --upstream URL --script F   (fault proxy on a live upstream)
     harness bench server|watchdog|netem|proxy|guard [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
+    harness report diff BASE.json HEAD.json [--fail-on G] [--json F] [--markdown F]
     harness posture -t T [-t T2 ...] [--hold-s S] [--json F]   (socket posture per target)
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,

@@ -136,7 +136,7 @@ def probe_scenarios(*, api: str, hold_s: float) -> list[Any]:
 
 
 def _api_for(cls: Any) -> str:
-    apis = tuple(getattr(cls, "apis", None) or ("chat",))
+    apis = cls.apis or ("chat",)  # declared on Target
     return "chat" if "chat" in apis else apis[0]
 
 

@@ -1,4 +1,4 @@
-"""``harness report merge``: work with saved JSON reports.
+"""``harness report merge`` and ``harness report diff``: work with saved JSON reports.
 
 Not here: the report formats (``harness.report``).
 """
@@ -16,6 +16,7 @@ from harness.cli.common import (
     check_report_paths,
     out_console,
 )
+from harness.cli.report_diff import register_diff
 
 __all__ = ["register"]
 
@@ -36,6 +37,7 @@ def register(commands: Any) -> None:
     merge.add_argument("files", nargs="+", metavar="SHARD.json")
     add_report_options(merge, json_help="write the merged JSON report")
     merge.set_defaults(func=cmd_merge)
+    register_diff(report_commands)
     report.set_defaults(func=lambda _args: (report.print_help(), EXIT_INPUT)[1])
 
 

@@ -9,6 +9,7 @@ import argparse
 import re
 from typing import Any
 
+from harness.cli.availability import require_runnable
 from harness.cli.common import (
     EXIT_MISMATCH,
     EXIT_OK,
@@ -95,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.runner import RunSettings, Shard, plan
 
     targets = selected_targets(args)
+    require_runnable(targets)
     if args.write_expectations and len(targets) != 1:
         raise UsageError(
             f"--write-expectations records one target; got {len(targets)}: {', '.join(targets)}"
@@ -128,6 +130,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harness.expectations import write_overlay
 
         write_overlay(args.write_expectations, targets[0], results)
+    if not any(r.ran for r in results):
+        # a gate where nothing ran must not pass: say why, as for a target that cannot run
+        from harness.report.common import not_run_reasons
+
+        raise UsageError("no case ran: " + "; ".join(not_run_reasons(results)))
     failed = any(not r.matched for r in results)
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
@@ -164,6 +171,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         )
     settings = RunSettings(time_scale=time_scale(args), jobs=1, dump_hung_stacks=True)
     targets = selected_targets(args)
+    require_runnable(targets)
     cases = plan(with_overlays(args, scenarios, targets), targets)
     out = out_console()
     out.print(f"[bold]{scenarios[0].name}[/]: {scenarios[0].summary}")

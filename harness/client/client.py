@@ -17,7 +17,9 @@ chunk and wait. One call:
    whether the SDK client is discarded;
 5. let the retry policy decide; a wait between attempts never crosses the hard ceiling.
 
-Calls on one client run one at a time (the sync client serialises them with a lock).
+Calls on one client run one at a time (each driver serialises them with its own lock:
+a thread lock, an asyncio lock); both take the same injectable clock, and ``close``
+cuts short a call's wait between attempts (the call then gives up at once).
 Not here: deadline arithmetic, socket options, error classes, backoff arithmetic.
 """
 
@@ -38,15 +40,15 @@ from harness.client.errors import HarnessError, RetriesExhausted
 from harness.client.retry import RetryPolicy
 from harness.client.sdk_calls import post_messages, request_options, typed_create
 from harness.client.settings import ClientSettings, SettingsError
-from harness.client.streams import APIS
 from harness.client.transport import OwnedClient, copy_sdk_kwargs
 from harness.client.watchdog import AsyncWatchdog, Watchdog
+from harness.vocab.apis import APIS
 
 __all__ = ["AsyncReferenceClient", "Components", "ReferenceClient", "Reply"]
 
 
 class _Base:
-    """What both drivers share: settings, the call's shape, the retry decision."""
+    """What both drivers share: settings, clock, the call's shape, the retry decision."""
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class _Base:
         *,
         settings: ClientSettings | None = None,
         retry_policy: RetryPolicy | None = None,
+        clock: Clock | None = None,
         components: Components | None = None,
         **sdk_kwargs: Any,
     ) -> None:
@@ -70,6 +73,15 @@ class _Base:
         self._owned: OwnedClient | None = None
         #: how many OwnedClients this client has built (tests and reports read it).
         self.builds = 0
+        self.clock = clock or MonotonicClock()
+        #: the running call's watchdog (``close`` cancels its wait between attempts)
+        self._active: Watchdog | AsyncWatchdog | None = None
+
+    def _cancel_active(self) -> None:
+        """Cut the running call's wait between attempts short (it gives up at once)."""
+        active = self._active
+        if active is not None:
+            active.cancel()
 
     def _new_call(
         self, messages, model, api, stream, max_tokens, on_delta, tools=None, tool_choice=None
@@ -155,26 +167,8 @@ class _Base:
 class ReferenceClient(_Base):
     """Synchronous reference client. See the module docstring for what one call does."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str = "harness-test-key",
-        *,
-        settings: ClientSettings | None = None,
-        retry_policy: RetryPolicy | None = None,
-        clock: Clock | None = None,
-        components: Components | None = None,
-        **sdk_kwargs: Any,
-    ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            settings=settings,
-            retry_policy=retry_policy,
-            components=components,
-            **sdk_kwargs,
-        )
-        self.clock = clock or MonotonicClock()
+    def __init__(self, base_url: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(base_url, *args, **kwargs)
         self._lock = threading.Lock()
 
     def complete(
@@ -200,15 +194,19 @@ class ReferenceClient(_Base):
             with factory(
                 state, clock=self.clock, describe=self.components.describe_deadlines
             ) as wd:
-                for _ in range(self.retry_policy.max_attempts):
-                    try:
-                        return self._attempt(call, wd)
-                    except HarnessError as err:
-                        delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
-                        if not wd.wait(delay):
-                            why = "the wait was cut short"
-                            raise self._give_up(call, err, wd.elapsed_s(), why) from err
-                raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+                self._active = wd
+                try:
+                    for _ in range(self.retry_policy.max_attempts):
+                        try:
+                            return self._attempt(call, wd)
+                        except HarnessError as err:
+                            delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
+                            if not wd.wait(delay):
+                                why = "the wait was cut short"
+                                raise self._give_up(call, err, wd.elapsed_s(), why) from err
+                    raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+                finally:
+                    self._active = None
 
     def rebuild(self) -> None:
         """Drop the current SDK client (closing it); the next call builds a fresh one."""
@@ -216,8 +214,10 @@ class ReferenceClient(_Base):
             self._discard()
 
     def close(self) -> None:
-        """Release the SDK client and its connections. The client stays usable: a later
-        call builds a fresh SDK client (close and rebuild are safe in any order)."""
+        """Release the SDK client and its connections; a call waiting between attempts
+        gives up at once. The client stays usable: a later call builds a fresh SDK
+        client (close and rebuild are safe in any order)."""
+        self._cancel_active()
         self.rebuild()
 
     @property
@@ -273,9 +273,13 @@ class ReferenceClient(_Base):
 
 class AsyncReferenceClient(_Base):
     """The asyncio twin of :class:`ReferenceClient`: the same attempt machine, the same
-    scope (its watchdog is a loop timer), errors and retry policy. One call at a time
-    per client. Constructed like :class:`ReferenceClient`, without ``clock`` (the
-    loop's clock is used)."""
+    scope (its watchdog is a loop timer on the same injectable clock), errors and retry
+    policy. One call at a time per client (an asyncio lock). Constructed like
+    :class:`ReferenceClient`."""
+
+    def __init__(self, base_url: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(base_url, *args, **kwargs)
+        self._lock = asyncio.Lock()
 
     async def complete(
         self,
@@ -292,25 +296,34 @@ class AsyncReferenceClient(_Base):
         call = self._new_call(
             messages, model, api, stream, max_tokens, on_delta, tools, tool_choice
         )
-        state = self._state(call, asyncio.get_running_loop().time())
-        wd = self.components.async_watchdog_factory(
-            state, describe=self.components.describe_deadlines
-        )
-        for _ in range(self.retry_policy.max_attempts):
+        async with self._lock:
+            state = self._state(call, self.clock.now())
+            wd = self.components.async_watchdog_factory(
+                state, clock=self.clock, describe=self.components.describe_deadlines
+            )
+            self._active = wd
             try:
-                return await self._attempt(call, wd)
-            except HarnessError as err:
-                delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
-                if not await wd.wait(delay):
-                    why = "the wait was cut short"
-                    raise self._give_up(call, err, wd.elapsed_s(), why) from err
-        raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+                for _ in range(self.retry_policy.max_attempts):
+                    try:
+                        return await self._attempt(call, wd)
+                    except HarnessError as err:
+                        delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
+                        if not await wd.wait(delay):
+                            why = "the wait was cut short"
+                            raise self._give_up(call, err, wd.elapsed_s(), why) from err
+                raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+            finally:
+                self._active = None
 
     async def rebuild(self) -> None:
-        await self._discard()
+        """Drop the current SDK client (closing it); the next call builds a fresh one."""
+        async with self._lock:
+            await self._discard()
 
     async def close(self) -> None:
-        await self._discard()
+        """As :meth:`ReferenceClient.close`."""
+        self._cancel_active()
+        await self.rebuild()
 
     async def __aenter__(self) -> AsyncReferenceClient:
         return self

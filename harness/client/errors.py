@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from harness.client.compat import httpx, openai
+from harness.vocab.statuses import is_retryable_status
 
 __all__ = [
     "ConnectError",
@@ -68,8 +69,6 @@ __all__ = [
     "map_exception",
     "provider_message",
 ]
-
-RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 
 
 class HarnessError(Exception):
@@ -224,7 +223,7 @@ class ProviderError(HarnessError):
         self.provider_message = provider_message
 
     def is_retryable(self) -> bool:
-        return self.status in RETRYABLE_STATUSES
+        return is_retryable_status(self.status)
 
     def to_dict(self) -> dict[str, Any]:
         return {

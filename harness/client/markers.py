@@ -14,6 +14,9 @@ reads the SSE ``event:`` field when the server sent one (real OpenAI Responses a
 Anthropic streams always do) and parses the JSON ``type`` only when it is missing, so
 the guard's per-event cost stays a few string comparisons.
 
+The tables (which events end or keep alive each API's stream) are the API registry's
+(``harness.vocab.apis``); this module holds the rules that read them.
+
 Not here: collecting text or decoding payloads (``streams.py``), deadlines.
 """
 
@@ -22,26 +25,12 @@ from __future__ import annotations
 import json
 
 from harness.sse import Comment, Event
+from harness.vocab.apis import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
 
 __all__ = ["DONE", "KEEPALIVE_EVENTS", "TERMINAL_EVENTS", "TERMINAL_MARKERS", "is_done", "kind_of"]
 
 #: The chat stream's end sentinel (and what some Responses servers send after the end).
 DONE = "[DONE]"
-
-#: Event names (SSE ``event:`` field or JSON ``type``) that end a complete answer.
-TERMINAL_EVENTS: dict[str, frozenset[str]] = {
-    "chat": frozenset(),  # chat has no event names: its marker is the data line [DONE]
-    "responses": frozenset({"response.completed", "response.incomplete"}),
-    "messages": frozenset({"message_stop"}),
-}
-#: Event names that are keep-alive traffic, never progress.
-KEEPALIVE_EVENTS: dict[str, frozenset[str]] = {
-    "chat": frozenset(),
-    "responses": frozenset(),
-    "messages": frozenset({"ping"}),
-}
-#: How an error message names the missing marker.
-TERMINAL_MARKERS = {"chat": "[DONE]", "responses": "response.completed", "messages": "message_stop"}
 
 
 def is_done(data: str) -> bool:

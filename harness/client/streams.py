@@ -40,7 +40,6 @@ from harness.client.errors import MalformedEvent, ProviderError, TruncatedStream
 from harness.sse import Comment, Event
 
 __all__ = [
-    "APIS",
     "Parsed",
     "Step",
     "StreamReader",
@@ -48,8 +47,6 @@ __all__ = [
     "parse_document",
     "require_terminal",
 ]
-
-APIS = ("chat", "responses", "messages")
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.client.markers import (
-    DONE,
-    KEEPALIVE_EVENTS,
-    TERMINAL_EVENTS,
-    TERMINAL_MARKERS,
-    is_done,
-)
+from harness.client.markers import DONE, is_done
+from harness.vocab.apis import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
 
 __all__ = [
     "DONE",

@@ -9,9 +9,12 @@ blocked in ``recv`` or ``send`` (``close()`` from another thread returns but doe
 wake it). No polling loop, no ``join(timeout=...)``, no sleep: the thread only wakes on
 a notify or at a deadline.
 
-Async (:class:`AsyncWatchdog`): the same, on the event loop: one ``loop.call_at``
+Async (:class:`AsyncWatchdog`): the same, on the event loop: one ``clock.call_at``
 timer at the earliest deadline (re-armed only when a deadline moves earlier; a timer
-that wakes early re-arms itself), and the same ``abort``. Both are scopes::
+that wakes early re-arms itself), and the same ``abort``. Both take the same injectable
+:class:`~harness.client.clock.Clock` (a test drives either with a ``FakeClock``), and
+both wait between attempts the same way: never past the hard ceiling, cut short by
+:meth:`~_Enforcer.cancel` (the client's ``close``). Both are scopes::
 
     with watchdog.attempt(abort) as token:   # sync and async code alike
         ...read...                           # a fired deadline retires token, calls abort
@@ -33,8 +36,9 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import Any
 
-from harness.client.clock import Clock, MonotonicClock
+from harness.client.clock import Clock, MonotonicClock, Timer
 from harness.client.deadlines import Deadline, DeadlineState, describe_deadlines
 from harness.client.tokens import AttemptToken, error_for_deadline, owns_attempt
 
@@ -56,17 +60,27 @@ class _Enforcer:
     def __init__(
         self,
         state: DeadlineState,
+        *,
+        clock: Clock | None = None,
         describe: Callable[[DeadlineState, float], str] = describe_deadlines,
     ) -> None:
         self.state = state
+        self.clock = clock or MonotonicClock()
         self.describe = describe
         self._token: AttemptToken | None = None
         self._abort: Callable[[], None] | None = None
+        self._cancelled = False
         #: (deadline, clock time it was acted on) for every fire, in order.
         self.fired: list[tuple[Deadline, float]] = []
+        self.now = self.clock.now  # type: ignore[method-assign]  # once per stream event
+        self._setup()
+
+    def _setup(self) -> None:
+        """The driver's own state (a condition and a thread; a loop timer)."""
+        raise NotImplementedError
 
     def now(self) -> float:
-        raise NotImplementedError
+        return self.clock.now()
 
     def elapsed_s(self) -> float:
         return self.now() - self.state.call_started_at
@@ -84,16 +98,32 @@ class _Enforcer:
         finally:
             self.end_attempt(token)
 
+    def cancel(self) -> None:
+        """Cut a wait between attempts short, now or when it starts (the client is being
+        closed): the wait returns False."""
+        self._cancelled = True
+        self._wake()
+
     def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        raise NotImplementedError
+        """Arm the per-attempt deadlines; ``abort`` is called if one fires. It must
+        unblock the attempt's I/O and must not block."""
+        with self._guard():
+            token = AttemptToken(self.state.start_attempt(self.now()))
+            self._token, self._abort = token, abort
+            self._rearm()
+            return token
 
     def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        raise NotImplementedError
+        """Disarm the attempt; returns the deadline that retired it, if one did."""
+        with self._guard():
+            if self._token is token:
+                self.state.done(self.now())
+                self._token, self._abort = None, None
+                self._rearm()
+            return token.retired_by
 
-    def report(self, kind: str | None) -> None:
-        """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet)."""
-        if kind is not None and self.state.activity(kind, self.now()):
-            self._moved_earlier()
+    def first_byte(self) -> None:
+        self._event(self.state.first_byte)
 
     def content(self) -> None:
         self.report("content")
@@ -101,8 +131,63 @@ class _Enforcer:
     def comment(self) -> None:
         self.report("comment")
 
-    def _moved_earlier(self) -> None:
-        """The earliest deadline may have moved earlier (the first activity)."""
+    def next_deadline(self) -> Deadline | None:
+        with self._guard():
+            return self.state.next_deadline()
+
+    def expired(self) -> Deadline | None:
+        """The deadline that has passed by now, if any."""
+        with self._guard():
+            return self.state.expired(self.now())
+
+    def describe_now(self) -> str:
+        with self._guard():
+            return self.describe(self.state, self.now())
+
+    def report(self, kind: str | None) -> None:
+        """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet).
+
+        Once per stream event, so no lock: the state's activity fields are plain stores
+        (atomic under the GIL) that only move deadlines later, which the thread finds
+        when it wakes; only the first activity, which can move the earliest deadline
+        earlier, takes the guard to re-arm."""
+        if kind is not None and self.state.activity(kind, self.now()):
+            with self._guard():
+                self._rearm()
+
+    def _event(self, apply: Callable[[float], bool]) -> None:
+        """Apply one event; re-arm only if the earliest deadline may have moved earlier
+        (the first activity); later deadlines are found on waking. O(1) per event."""
+        with self._guard():
+            if apply(self.now()):
+                self._rearm()
+
+    def _guard(self) -> contextlib.AbstractContextManager[Any]:
+        """What the state is read and changed under (the sync watchdog's condition)."""
+        raise NotImplementedError
+
+    def _rearm(self) -> None:
+        """The attempt or its deadlines changed: wait for (or time) the earliest one."""
+        raise NotImplementedError
+
+    def _wait_until(self, delay_s: float) -> float:
+        """When a wait of ``delay_s`` from now ends, never past the hard ceiling."""
+        until = self.now() + delay_s
+        hard = self.hard_deadline_at()
+        return until if hard is None else min(until, hard)
+
+    def _wait_over(self, until: float) -> bool | None:
+        """What a wait ending at ``until`` returns now: True (the delay is over), False
+        (cancelled, or the hard ceiling came first), None (not yet)."""
+        if self._cancelled:
+            return False
+        now = self.now()
+        hard = self.hard_deadline_at()
+        if hard is not None and now >= hard:
+            return False
+        return True if now >= until else None
+
+    def _wake(self) -> None:
         raise NotImplementedError
 
     def _fire(self, deadline: Deadline, now: float) -> None:
@@ -126,30 +211,21 @@ class Watchdog(_Enforcer):
     thread; the watchdog thread sleeps on a condition until the earliest deadline.
     """
 
-    def __init__(
-        self,
-        state: DeadlineState,
-        *,
-        clock: Clock | None = None,
-        describe: Callable[[DeadlineState, float], str] = describe_deadlines,
-        one_attempt: bool = False,
-        on_exit: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(state, describe)
-        self.clock = clock or MonotonicClock()
-        self.now = self.clock.now  # type: ignore[method-assign]  # once per stream event
+    def _setup(self) -> None:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._cancelled = False
-        #: the thread ends with its one attempt (fired or ended): ``harness.guard``'s
-        #: watchdog serves one request, and nothing of it may outlive that request
-        self._one_attempt = one_attempt
-        #: run by the thread as it exits, outside the lock (the guard closes an
-        #: abandoned body's connection there)
-        self._on_exit = on_exit
+        self._one_attempt = False
+        self._on_exit: Callable[[], None] | None = None
         #: set when the thread has exited (after ``on_exit``); never set if never started
         self.exited = threading.Event()
+
+    def one_attempt(self, on_exit: Callable[[], None] | None = None) -> Watchdog:
+        """The thread ends with its one attempt (fired or ended) and runs ``on_exit`` as
+        it exits, outside the lock: ``harness.guard``'s watchdog serves one request, and
+        nothing of it may outlive that request. Call before :meth:`start`."""
+        self._one_attempt, self._on_exit = True, on_exit
+        return self
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -177,72 +253,26 @@ class Watchdog(_Enforcer):
         self._thread = None
 
     def cancel(self) -> None:
-        """Interrupt a backoff wait (e.g. the client is being closed)."""
         with self._cond:
-            self._cancelled = True
-            self._cond.notify_all()
+            super().cancel()
 
-    # ------------------------------------------------------------------ events
+    def _wake(self) -> None:
+        self._cond.notify_all()  # with the condition held (cancel)
 
-    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        """Arm the per-attempt deadlines; ``abort`` is called (from the watchdog thread)
-        if one fires. It must unblock the attempt's I/O and must not block."""
-        with self._cond:
-            token = AttemptToken(self.state.start_attempt(self.clock.now()))
-            self._token, self._abort = token, abort
-            self._cond.notify_all()
-            return token
+    def _guard(self) -> threading.Condition:
+        return self._cond
 
-    def first_byte(self) -> None:
-        if self.state.first_byte(self.clock.now()):
-            self._moved_earlier()
-
-    def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        """Disarm the attempt; returns the deadline that retired it, if one did."""
-        with self._cond:
-            if self._token is token:
-                self.state.done(self.clock.now())
-                self._token, self._abort = None, None
-                self._cond.notify_all()
-            return token.retired_by
-
-    # ------------------------------------------------------------------ questions
-
-    def next_deadline(self) -> Deadline | None:
-        with self._cond:
-            return self.state.next_deadline()
-
-    def expired(self) -> Deadline | None:
-        """The deadline that has passed by now, if any (thread-safe)."""
-        with self._cond:
-            return self.state.expired(self.clock.now())
-
-    def describe_now(self) -> str:
-        with self._cond:
-            return self.describe(self.state, self.clock.now())
+    def _rearm(self) -> None:
+        self._cond.notify_all()  # the thread finds the new earliest deadline
 
     def wait(self, delay_s: float) -> bool:
         """Wait ``delay_s`` between attempts, never past the hard ceiling; a condition
         wait on the clock, not a sleep. Returns False if cancelled or the ceiling came first."""
-        until = self.clock.now() + delay_s
-        hard = self.hard_deadline_at()
+        until = self._wait_until(delay_s)
         with self._cond:
-            while not self._cancelled:
-                now = self.clock.now()
-                if hard is not None and now >= hard:
-                    return False
-                if now >= until:
-                    return True
-                self.clock.wait(self._cond, until if hard is None else min(until, hard))
-            return False
-
-    def _moved_earlier(self) -> None:
-        """Wake the thread to reschedule. Activity events themselves take no lock: they
-        are plain stores (atomic under the GIL) that only move deadlines later, which
-        the thread finds when it wakes; only the first activity, which can move the
-        earliest deadline earlier, comes here. O(1) per event."""
-        with self._cond:
-            self._cond.notify_all()
+            while (over := self._wait_over(until)) is None:
+                self.clock.wait(self._cond, until)
+            return over
 
     # ------------------------------------------------------------------ the thread
 
@@ -281,53 +311,35 @@ class AsyncWatchdog(_Enforcer):
     ``async def`` code exactly as in sync code.
     """
 
-    def __init__(
-        self,
-        state: DeadlineState,
-        *,
-        describe: Callable[[DeadlineState, float], str] = describe_deadlines,
-    ) -> None:
-        super().__init__(state, describe)
-        self._timer: asyncio.TimerHandle | None = None
+    def _setup(self) -> None:
+        self._timer: Timer | None = None
         self._timer_at: float | None = None
-
-    @staticmethod
-    def now() -> float:
-        return asyncio.get_running_loop().time()
-
-    def next_deadline(self) -> Deadline | None:
-        return self.state.next_deadline()
-
-    def expired(self) -> Deadline | None:
-        return self.state.expired(self.now())
-
-    def describe_now(self) -> str:
-        return self.describe(self.state, self.now())
-
-    def start_attempt(self, abort: Callable[[], None]) -> AttemptToken:
-        token = AttemptToken(self.state.start_attempt(self.now()))
-        self._token, self._abort = token, abort
-        self._arm()
-        return token
-
-    def end_attempt(self, token: AttemptToken) -> Deadline | None:
-        if self._token is token:
-            self.state.done(self.now())
-            self._token, self._abort = None, None
-            self._disarm()
-        return token.retired_by
-
-    def first_byte(self) -> None:
-        if self.state.first_byte(self.now()):
-            self._arm()
-
-    def _moved_earlier(self) -> None:
-        self._arm()
+        self._woken: asyncio.Event | None = None
 
     async def wait(self, delay_s: float) -> bool:
-        """Wait ``delay_s`` between attempts (the caller never asks past the ceiling)."""
-        await asyncio.sleep(delay_s)
-        return True
+        """Wait ``delay_s`` between attempts, never past the hard ceiling; one clock
+        timer, not a sleep. Returns False if cancelled or the ceiling came first."""
+        until = self._wait_until(delay_s)
+        woken = self._woken = asyncio.Event()
+        timer = self.clock.call_at(until, woken.set)
+        try:
+            while (over := self._wait_over(until)) is None:
+                await woken.wait()
+                woken.clear()
+            return over
+        finally:
+            timer.cancel()
+            self._woken = None
+
+    def _wake(self) -> None:
+        if self._woken is not None:
+            self._woken.set()
+
+    def _guard(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()  # one thread: the loop's
+
+    def _rearm(self) -> None:
+        self._arm()
 
     def _arm(self) -> None:
         """Schedule the timer at the earliest deadline, unless it already wakes earlier."""
@@ -339,7 +351,7 @@ class AsyncWatchdog(_Enforcer):
             return  # it wakes first and re-arms for whatever is due then
         self._disarm()
         self._timer_at = d.at
-        self._timer = asyncio.get_running_loop().call_at(d.at, self._on_timer)
+        self._timer = self.clock.call_at(d.at, self._on_timer)
 
     def _disarm(self) -> None:
         if self._timer is not None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.spec import ContractSpec
+from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
     from harness.scenario import Scenario
@@ -46,11 +47,6 @@ __all__ = [
 DEFAULT_REQUESTS_PER_CALL = 5
 DEFAULT_MAX_REQUESTS_PER_WINDOW = 5
 DEFAULT_WINDOW_S = 1.0
-#: Statuses no retry can fix: bad request (context length, content filter), auth, not
-#: found, too large, unprocessable.
-NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
-#: Actions after which the stream goes on but cannot be trusted (an error is correct).
-_CORRUPTING = frozenset({"malformed"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,7 +110,7 @@ def _reply_possible(scenario: Scenario) -> bool:
     """True when a correct (retrying) client can get the complete reply."""
     if scenario.alive is False:
         return False  # the author says progress stops (e.g. slower than any hard ceiling)
-    if any(r.fault.action.name in _CORRUPTING for r in scenario.script.rules):
+    if any(r.fault.action.corrupting for r in scenario.script.rules):
         return False
     if scenario.is_alive:
         return True

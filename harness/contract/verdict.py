@@ -20,6 +20,9 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     alive_after             a healthy follow-up call through the same client succeeded
     no_leaks                no thread or socket left open after the call returned
     no_late_requests        no request sent after the call had returned
+    accounting              no more attempts claimed (counted or logged by the client)
+                            than reached the server ("claims 3 attempts, 1 reached the
+                            wire": retries the client says it made and never did)
     dead_peer_bound         a silent/dead-peer fault: the posture read from the client's
                             sockets notices a dead peer within the bound
                             (``harness.contract.dead_peer``; not applicable -- not
@@ -27,8 +30,9 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
 
 ``pass``: the complete reply and every check clean. ``safe``: a clean typed error where
 the contract allows one (``ideal = "reply_or_error"``), every check clean. ``fail``:
-anything else, including a case that did not run (``not_run``: a missing tier) or a
-target that does not speak the scenario's API (``not_applicable``).
+anything else. ``not_run``: the case never ran -- a missing tier (``skipped``) or a
+target that does not speak the scenario's API (``not_applicable``); no check was judged,
+so it is neither a pass nor a fail (every report counts it apart, as not run).
 
 Not here: the contract's derivation (``harness.contract.derive``).
 """
@@ -42,9 +46,20 @@ from harness.contract.dead_peer import DeadPeerCheck
 from harness.contract.derive import Contract
 from harness.outcome import Outcome
 
-__all__ = ["CHECKS", "UNCLEAN_ERRORS", "VERDICTS", "Facts", "Verdict", "judge"]
+__all__ = [
+    "CHECKS",
+    "NOT_RUN",
+    "UNCLEAN_ERRORS",
+    "VERDICTS",
+    "Facts",
+    "Verdict",
+    "bound_s",
+    "judge",
+]
 
-VERDICTS = ("pass", "safe", "fail")
+#: The verdict of a case that never ran (no check judged it).
+NOT_RUN = "not_run"
+VERDICTS = ("pass", "safe", "fail", NOT_RUN)
 CHECKS = (
     "complete_reply",
     "clean_error",
@@ -59,6 +74,7 @@ CHECKS = (
     "alive_after",
     "no_leaks",
     "no_late_requests",
+    "accounting",
     "dead_peer_bound",
 )
 #: Error classes that say the client (or its target) broke, not that it reported a fault.
@@ -98,6 +114,11 @@ class Facts:
     late_requests: int | None = None
     #: True / False: the follow-up call succeeded / failed; None: none was made.
     follow_up_ok: bool | None = None
+    #: Attempts the client says it made (its count, or retries it logged); None: unsaid.
+    claimed_attempts: int | None = None
+    #: Attempts that reached the server (``harness.contract.causes.wire_attempts``);
+    #: None where a network path may keep an attempt off the server (relay, proxy, kernel).
+    wire_attempts: int | None = None
     #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
     dead_peer: DeadPeerCheck | None = None
 
@@ -112,7 +133,7 @@ def judge(contract: Contract, facts: Facts) -> Verdict:
     """The verdict of ``facts`` under ``contract`` (pure)."""
     kind = facts.outcome.kind
     if kind in ("skipped", "not_applicable"):
-        return Verdict("fail", ("not_run" if kind == "skipped" else "not_applicable",))
+        return Verdict(NOT_RUN)
     failed = [name for name, ok in _checks(contract, facts) if not ok]
     if failed:
         return Verdict("fail", tuple(failed))
@@ -122,8 +143,7 @@ def judge(contract: Contract, facts: Facts) -> Verdict:
 def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
     outcome = facts.outcome
     raised = outcome.kind == "error"
-    # The scenario's own bound, scaled; else the runner's outer ceiling for this case.
-    bound = facts.ceiling_s if contract.bound_s is None else contract.bound_s * facts.time_scale
+    bound = bound_s(contract, facts)
     starts = [t for t, _ in facts.request_log]
     return [
         ("complete_reply", not (raised and contract.ideal == "reply")),
@@ -149,8 +169,19 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
         ("alive_after", not contract.alive_after or facts.follow_up_ok is not False),
         ("no_leaks", not contract.no_leaks or not facts.leaks),
         ("no_late_requests", not facts.late_requests),
+        (
+            "accounting",
+            facts.claimed_attempts is None
+            or facts.wire_attempts is None
+            or facts.claimed_attempts <= facts.wire_attempts,
+        ),
         ("dead_peer_bound", facts.dead_peer is None or not facts.dead_peer.failed),
     ]
+
+
+def bound_s(contract: Contract, facts: Facts) -> float:
+    """The real-seconds bound: the scenario's own, scaled; else the case's outer ceiling."""
+    return facts.ceiling_s if contract.bound_s is None else contract.bound_s * facts.time_scale
 
 
 def _unclean(outcome: Outcome) -> bool:

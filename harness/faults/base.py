@@ -15,8 +15,8 @@ that one module; the fault server only calls the hooks, in the order of one requ
 
 ``site`` is the server's view of one request at the point where the action fires (the
 :class:`Site` protocol): the connection, the timeline, and for body phases the
-writer's knobs. This package imports nothing from the rest of ``harness``: the server
-implements the protocol, the actions only call it.
+writer's knobs. This package imports nothing from the rest of ``harness`` but its vocabularies
+(``harness.vocab``): the server implements the protocol, the actions only call it.
 """
 
 from __future__ import annotations
@@ -147,6 +147,13 @@ class Action:
     #: (tool-call fragments), so it applies only to the server's own replies, never to
     #: a proxied or recorded stream (``harness.record.edits``).
     edit_lookahead: ClassVar[int | None] = 0
+    #: True when the stream goes on after the action but cannot be trusted (a broken
+    #: event): an error is the correct outcome, a complete reply is not possible.
+    corrupting: ClassVar[bool] = False
+    #: Relay-only actions: the relay mode (``harness.relay.modes``) that plays this
+    #: action in front of a fault server closing (``fin``) at the rule's phase; the
+    #: fault server itself rejects them. None: the fault server plays it.
+    relay_mode: ClassVar[str | None] = None
 
     def scaled(self, k: float) -> Action:
         """A copy with every ``*_s`` duration multiplied by ``k`` (None stays None)."""

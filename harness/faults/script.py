@@ -22,6 +22,7 @@ from harness.faults.base import (
     phase_allowed,
     plain,
 )
+from harness.vocab.dialects import DIALECTS
 
 __all__ = [
     "DIALECTS",
@@ -38,8 +39,6 @@ __all__ = [
 FRAMINGS = ("chunked", "content-length", "close")
 #: What a healthy reply carries (``harness.server.apis`` documents each per API).
 REPLY_SHAPES = ("text", "tool_call", "parallel_tool_calls", "reasoning")
-#: Dialect profiles of real servers (``harness.server.dialects``); None: the API's own.
-DIALECTS = ("openai", "openrouter", "vllm", "anthropic")
 
 
 # --------------------------------------------------------------------------- fault

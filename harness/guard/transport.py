@@ -127,12 +127,8 @@ class GuardTransport(_Face):
     def handle_request(self, request: Any) -> Any:
         watch = self._watch(request)
         held = GuardedRequest(self.live)
-        wd = Watchdog(
-            self._state(watch, _CLOCK.now()),
-            clock=_CLOCK,
-            one_attempt=True,
-            on_exit=held.watchdog_over,
-        )
+        wd = Watchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
+        wd.one_attempt(on_exit=held.watchdog_over)
         wd.start()
         token = wd.start_attempt(held.abort)
         held.arm(wd, token)
@@ -249,7 +245,7 @@ class AsyncGuardTransport(_Face):
     async def handle_async_request(self, request: Any) -> Any:
         watch = self._watch(request)
         held = GuardedRequest(self.live)
-        wd = AsyncWatchdog(self._state(watch, AsyncWatchdog.now()))
+        wd = AsyncWatchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
         token = wd.start_attempt(functools.partial(self._abort, held))
         held.arm(wd, token)
         self._clamp(request, wd)

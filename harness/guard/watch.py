@@ -19,7 +19,10 @@ errors are classified by :func:`harness.client.errors.map_exception`.
 
 A Retry-After longer than what is left of the call's hard ceiling can never fit, so the
 guard adds the SDKs' own ``x-should-retry: false`` to that error response: the SDK
-raises its typed status error at once instead of sleeping past every deadline.
+raises its typed status error at once instead of sleeping past every deadline. It adds
+it as well to an error status no retry can fix (one not in
+``harness.vocab.statuses.RETRYABLE_STATUSES``, the reference client's set: the SDKs
+retry every 5xx, 501 and 505 too).
 
 Not here: sockets, threads, the HTTP library.
 """
@@ -36,26 +39,19 @@ from harness.client.errors import (
     TruncatedStream,
     map_exception,
 )
-from harness.client.markers import TERMINAL_MARKERS, kind_of
+from harness.client.markers import kind_of
 from harness.client.retry import parse_retry_after
 from harness.client.settings import ClientSettings
 from harness.client.tokens import AttemptToken, error_for_deadline
 from harness.guard.scan import one_event
 from harness.sse import SSEDecoder
+from harness.vocab.apis import TERMINAL_MARKERS, api_of_path
+from harness.vocab.statuses import is_retryable_status
 
-__all__ = ["Watch", "api_of_path"]
+__all__ = ["Watch"]
 
-_PATHS = (("/chat/completions", "chat"), ("/responses", "responses"), ("/messages", "messages"))
-_RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-
-
-def api_of_path(path: str) -> str | None:
-    """The streaming API a request path belongs to (None: not one the guard knows)."""
-    path = path.rstrip("/")
-    for suffix, api in _PATHS:
-        if path.endswith(suffix):
-            return api
-    return None
+#: The SDKs' own header that makes them raise an error response at once, unretried.
+_NO_RETRY = {"x-should-retry": "false"}
 
 
 class Watch:
@@ -165,12 +161,16 @@ class Watch:
     def _no_retry(
         self, status: int, headers: Mapping[str, Any], left_s: float | None
     ) -> dict[str, str]:
-        if left_s is None or status not in _RETRY_STATUSES:
+        if status < 400:
+            return {}
+        if not is_retryable_status(status):
+            return dict(_NO_RETRY)  # the reference client would not retry it: nor does the SDK
+        if left_s is None:
             return {}
         wait = _retry_after_s(headers)
         if wait is None or wait < left_s:
             return {}
-        return {"x-should-retry": "false"}
+        return dict(_NO_RETRY)
 
 
 def _retry_after_s(headers: Mapping[str, Any]) -> float | None:

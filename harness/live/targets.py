@@ -154,7 +154,7 @@ def _run_sequence(
     from harness.targets.runtime.process import ChildFailed, TargetProcess
 
     # Chat where the target speaks it, else its first API (an Anthropic-only client).
-    apis = tuple(getattr(load_target(target), "apis", None) or ("chat",))
+    apis = load_target(target).apis or ("chat",)
     job = Job(
         base_url=config.base_url,
         api="chat" if "chat" in apis else apis[0],

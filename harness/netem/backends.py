@@ -1,9 +1,9 @@
 """Runner-facing network backends: set one up around one call, fire it at the scripted point.
 
-What it is for: the ``[network]`` table of a scenario. The runner parses it once with
-:func:`network_from_dict` (errors are ``FaultSpecError`` naming ``network.<field>`` and
-the allowed values) and wraps each call in :func:`network_backend`, which yields a
-:class:`NetworkHandle`:
+What it is for: the ``[network]`` table of a scenario. The scenario loader parses it once
+(``harness.network_spec.network_from_dict``, into a
+:class:`~harness.faults.network.spec.NetworkSpec`) and the runner wraps each call in
+:func:`network_backend`, which yields a :class:`NetworkHandle`:
 
     handle.server          the fault server the target talks to (for ``kernel`` a new one,
                            made by ``server_factory`` inside the server namespace)
@@ -47,109 +47,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.faults import FaultSpecError
-from harness.netem.kernel import KernelSettings, kernel_settings_from_dict
+from harness.faults.network.spec import NetworkSpec
+from harness.faults.network.toxics import Toxic
+from harness.faults.network.trigger import Trigger, wait_for_trigger
 from harness.netem.netns import NetnsPair
 from harness.netem.tcpwatch import TcpWatcher
-from harness.netem.toxics import Toxic, toxic_from_dict
-from harness.netem.trigger import Trigger, parse_trigger, wait_for_trigger
-from harness.relay import Relay, RelaySettings, relay_settings_from_dict
+from harness.relay import Relay
 
 __all__ = [
-    "NETWORK_BACKENDS",
     "NetworkHandle",
-    "NetworkSpec",
     "network_backend",
-    "network_from_dict",
 ]
-
-NETWORK_BACKENDS = ("server", "relay", "toxiproxy", "kernel")
-_KEYS = {
-    "server": ("backend",),
-    "relay": ("backend", "relay", "at"),
-    "toxiproxy": ("backend", "toxics"),
-    "kernel": ("backend", "kernel"),
-}
-
-
-@dataclass(frozen=True)
-class NetworkSpec:
-    """The validated ``[network]`` table. ``backend="server"``: no network fault."""
-
-    backend: str = "server"
-    relay: RelaySettings | None = None
-    relay_at: Trigger = Trigger()
-    toxics: tuple[Toxic, ...] = ()
-    kernel: KernelSettings | None = None
-
-    def __post_init__(self) -> None:
-        if self.backend not in NETWORK_BACKENDS:
-            raise FaultSpecError("network.backend", self.backend, ", ".join(NETWORK_BACKENDS))
-
-    def scaled(self, k: float) -> NetworkSpec:
-        return dataclasses.replace(
-            self,
-            relay=self.relay.scaled(k) if self.relay else None,
-            toxics=tuple(t.scaled(k) for t in self.toxics),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"backend": self.backend}
-        if self.relay is not None:
-            out["relay"] = dataclasses.asdict(self.relay)
-            out["at"] = str(self.relay_at)
-        if self.toxics:
-            out["toxics"] = [t.to_dict() for t in self.toxics]
-        if self.kernel is not None:
-            out["kernel"] = {"cut_at": str(self.kernel.cut_at), "shape": self.kernel.shape}
-        return out
-
-
-def network_from_dict(data: Mapping[str, Any] | None, *, where: str = "network") -> NetworkSpec:
-    """Validate a scenario's ``[network]`` table (None: no network backend)."""
-    if data is None:
-        return NetworkSpec()
-    if not isinstance(data, Mapping):
-        raise FaultSpecError(where, data, "a table with backend = " + " | ".join(NETWORK_BACKENDS))
-    backend = data.get("backend", "server")
-    if backend not in NETWORK_BACKENDS:
-        raise FaultSpecError(f"{where}.backend", backend, ", ".join(NETWORK_BACKENDS))
-    for key in data:
-        if key not in _KEYS[backend]:
-            raise FaultSpecError(
-                f"{where}.{key}",
-                data[key],
-                f"keys for backend {backend}: {', '.join(_KEYS[backend])}",
-            )
-    if backend == "relay":
-        relay = relay_settings_from_dict(data.get("relay"), where=f"{where}.relay")
-        return NetworkSpec(
-            backend,
-            relay=relay,
-            relay_at=parse_trigger(data.get("at", "start"), where=f"{where}.at"),
-        )
-    if backend == "toxiproxy":
-        raw = data.get("toxics", [])
-        if not isinstance(raw, Sequence) or isinstance(raw, str | bytes) or not raw:
-            raise FaultSpecError(f"{where}.toxics", raw, "a non-empty list of toxic tables")
-        toxics = tuple(toxic_from_dict(t, where=f"{where}.toxics[{i}]") for i, t in enumerate(raw))
-        names = [t.name for t in toxics if t.type != "down"]
-        dup = next((n for n in names if names.count(n) > 1), None)
-        if dup:
-            raise FaultSpecError(
-                f"{where}.toxics", dup, "unique toxic names (set name = ... on one of them)"
-            )
-        return NetworkSpec(backend, toxics=toxics)
-    if backend == "kernel":
-        return NetworkSpec(
-            backend, kernel=kernel_settings_from_dict(data.get("kernel"), where=f"{where}.kernel")
-        )
-    return NetworkSpec()
 
 
 class NetworkHandle:

@@ -6,7 +6,7 @@ outcome (detected / hung / returned / early) with the detection time after the c
 the client socket's TCP states on one timeline.
 
 Not here: the namespaces (``harness.netem.netns``), the settings
-(``harness.netem.kernel``), the probe client itself (``harness.netem.probe``).
+(``harness.faults.network.kernel``), the probe client itself (``harness.netem.probe``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.netem.kernel import KernelSettings
+from harness.faults.network.kernel import KernelSettings
+from harness.faults.network.trigger import Trigger
 from harness.netem.netns import DEFAULT_SERVER_IP, KernelNetemError, NetnsPair
 from harness.netem.tcpwatch import DEFAULT_SAMPLE_INTERVAL_S, TcpSample, TcpWatcher
-from harness.netem.trigger import Trigger
 
 __all__ = ["DEFAULT_CEILING_S", "DeadPeerResult", "run_dead_peer"]
 
@@ -142,7 +142,7 @@ def run_dead_peer(
 
 
 def _wait_trigger(trigger: Trigger, server: Any, lines: _JsonLines) -> None:
-    from harness.netem.trigger import wait_for_trigger
+    from harness.faults.network.trigger import wait_for_trigger
 
     try:
         wait_for_trigger(trigger, server, timeout=30)

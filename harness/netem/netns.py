@@ -20,7 +20,7 @@ host or beyond. Removal is guaranteed: context manager, ``atexit``, SIGTERM turn
 ``SystemExit`` (when no handler was installed), and :func:`cleanup_stale` removes
 ``hx-*`` namespaces left by crashed runs (their pid is gone).
 
-Not here: the scenario's settings (``harness.netem.kernel``), sampling TCP state
+Not here: the scenario's settings (``harness.faults.network.kernel``), sampling TCP state
 (``harness.netem.tcpwatch``), the measurement (``harness.netem.deadpeer``).
 """
 

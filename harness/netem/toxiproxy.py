@@ -11,7 +11,7 @@ segments sliced small, and a proxy taken down (every connection dropped: a stale
         client = OpenAI(base_url=proxy.base_url, ...)
 
 The toxics themselves (what each does, its attributes and units) are described by
-:class:`~harness.netem.toxics.Toxic` in :mod:`harness.netem.toxics`.
+:class:`~harness.faults.network.toxics.Toxic` in :mod:`harness.faults.network.toxics`.
 
 The server is driven through ``toxiproxy-python`` (package ``toxiproxy``). That client
 keeps the API address in class attributes of ``APIConsumer``; every call here sets them
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.netem.toxics import Toxic
+from harness.faults.network.toxics import Toxic
 
 __all__ = [
     "DEFAULT_READY_TIMEOUT_S",

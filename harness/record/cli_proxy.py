@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.foreground import EXIT_USAGE, run_in_foreground
+from harness.foreground import EXIT_USAGE, add_port, add_time_scale, run_in_foreground
 
 __all__ = ["add_arguments", "main", "run_proxy"]
 
@@ -40,16 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--script", metavar="FILE", help="fault script, TOML or JSON (default: no faults)"
     )
-    parser.add_argument(
-        "--port", type=int, default=0, help="port on 127.0.0.1 (default 0: a free port, printed)"
-    )
-    parser.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        metavar="X",
-        help="multiply every duration of the script by X (default 1.0)",
-    )
+    add_port(parser)
+    add_time_scale(parser)
     parser.add_argument("--out", metavar="DIR", help="also record one cassette per exchange here")
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.foreground import EXIT_USAGE, run_in_foreground
+from harness.foreground import EXIT_USAGE, add_port, run_in_foreground
 
 __all__ = ["add_arguments", "main", "run_record"]
 
@@ -36,9 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "e.g. https://openrouter.ai/api/v1",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for the cassettes")
-    parser.add_argument(
-        "--port", type=int, default=0, help="port on 127.0.0.1 (default 0: a free port, printed)"
-    )
+    add_port(parser)
 
 
 def run_record(

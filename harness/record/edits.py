@@ -35,10 +35,12 @@ from harness.faults import Action, FaultScript, FaultSpecError, Phase
 from harness.faults.units import Unit, event_name
 from harness.record.cursor import StreamCursor
 from harness.server.apis import edit_plan
+from harness.vocab.apis import TERMINAL_MARKERS
 
 __all__ = ["UnitEditor", "check_script", "is_payload"]
 
-TERMINAL_EVENTS = ("[DONE]", "response.completed", "message_stop")
+#: What each API names its end marker (``event_name`` of a unit): the units never moved.
+_TERMINAL_NAMES = frozenset(TERMINAL_MARKERS.values())
 _NEVER = Phase("event", 1 << 62)  # a cursor phase that never fires: exact event ends
 
 
@@ -121,6 +123,6 @@ class UnitEditor:
         return []
 
     def _plan(self, units: list[Unit]) -> Any:
-        kinds = tuple("terminal" if event_name(u) in TERMINAL_EVENTS else "" for u, _ in units)
+        kinds = tuple("terminal" if event_name(u) in _TERMINAL_NAMES else "" for u, _ in units)
         newline = b"\r\n" if any(b"\r\n" in u for u, _ in units) else b"\n"
         return edit_plan(self.api, stream=self.stream, kinds=kinds, newline=newline)

@@ -43,8 +43,9 @@ from harness.record.redact import (
 )
 from harness.record.upstream import HOP_BY_HOP, Upstream, UpstreamError
 from harness.record.writer import ResponseHead, UpstreamBroken, write_stream
-from harness.server.apis import API_BY_PATH, error_body
+from harness.server.apis import error_body
 from harness.server.wire import Exchange, write_simple
+from harness.vocab.apis import API_BY_PATH
 
 __all__ = ["CassetteRecorder", "ProxySource"]
 

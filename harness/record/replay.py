@@ -31,9 +31,10 @@ from harness.record.cassette import Cassette, read_cassettes
 from harness.record.cursor import StreamCursor
 from harness.record.edits import check_script
 from harness.record.writer import ResponseHead, write_stream
-from harness.server.apis import API_BY_PATH, error_body
+from harness.server.apis import error_body
 from harness.server.wire import Exchange, write_simple
 from harness.sse import Event, SSEDecoder
+from harness.vocab.apis import API_BY_PATH
 
 __all__ = ["ReplaySource", "load_replay_source", "replay_length", "reply_text"]
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from harness.loopthread import LoopThread, LoopThreadError
+from harness.loopthread import LoopService, LoopThreadError
 from harness.relay.legs import Connection, half_close
 from harness.relay.modes import MODE_TYPES, RelayMode
 from harness.relay.sampling import TcpSampler
@@ -38,8 +38,10 @@ class RelayError(RuntimeError):
     """The relay could not start or did not answer a control call in time."""
 
 
-class Relay:
+class Relay(LoopService):
     """An asyncio TCP relay in a background thread. See :mod:`harness.relay`."""
+
+    loop_timeout_s = DEFAULT_READY_TIMEOUT_S
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class Relay:
         sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
         max_samples: int = DEFAULT_MAX_SAMPLES,
     ) -> None:
+        super().__init__("harness-relay")
         self.settings = settings or RelaySettings(
             mode=mode,
             idle_cut_s=idle_cut_s,
@@ -73,7 +76,6 @@ class Relay:
         self._conns: dict[int, Connection] = {}
         self._conns_lock = threading.Lock()
         self._next_conn = 0
-        self._loop_thread = LoopThread("harness-relay")
         self._server: asyncio.AbstractServer | None = None
         self._changed: asyncio.Condition | None = None
         self._flowing: asyncio.Event | None = None
@@ -87,37 +89,20 @@ class Relay:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Relay:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def start(self) -> None:
-        try:
-            self._loop_thread.start(self._listen, timeout_s=DEFAULT_READY_TIMEOUT_S)
-        except LoopThreadError as exc:
-            raise RelayError(f"relay did not start within {DEFAULT_READY_TIMEOUT_S} s") from exc
-        except OSError as exc:
-            raise RelayError(
+    def _start_failed(self, exc: Exception) -> Exception:
+        if isinstance(exc, LoopThreadError):
+            return RelayError(f"relay did not start within {DEFAULT_READY_TIMEOUT_S} s")
+        if isinstance(exc, OSError):
+            return RelayError(
                 f"relay could not listen on {self.host}:{self._requested_port}: {exc}"
-            ) from exc
+            )
+        return exc
 
     def close(self) -> None:
         """Stop accepting, close every leg, stop the loop. Idempotent."""
-        self._loop_thread.stop(self._shutdown, timeout_s=DEFAULT_READY_TIMEOUT_S)
+        self.stop()
 
     # ------------------------------------------------------------------ public
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
 
     @property
     def mode(self) -> str:
@@ -152,7 +137,7 @@ class Relay:
 
     # ------------------------------------------------------------------ loop thread
 
-    async def _listen(self) -> None:
+    async def _serve(self) -> None:
         self._changed = asyncio.Condition()
         self._flowing = asyncio.Event()
         if self._mode.flowing:

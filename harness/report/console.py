@@ -23,9 +23,11 @@ from rich.text import Text
 from harness.report.common import (
     VERDICT_STYLES,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_seconds,
     has_verdicts,
+    not_run_reasons,
     summary_counts,
     verdict,
 )
@@ -82,7 +84,7 @@ def verdict_cell(r: Any) -> Text:
     v = verdict(r)
     if v is None:
         return Text("")
-    text = Text(v, style=VERDICT_STYLES.get(v, ""))
+    text = Text(v.replace("_", " "), style=VERDICT_STYLES.get(v, ""))
     checks = failed_checks(r)
     if checks:
         text.append("\n" + ", ".join(checks), style="red")
@@ -96,7 +98,9 @@ def render_console(
     console = console or Console()
     console.print(results_table(results, title=title))
     counts = summary_counts(results)
-    style = "bold green" if counts["mismatched"] == 0 else "bold red"
+    # nothing ran is never a green "as expected"
+    ok = counts["mismatched"] == 0 and counts["not_run"] < counts["cases"]
+    style = "bold green" if ok else "bold red"
     target_floors = _target_floors(results)
     # cases at their target's floor are the second note's, not a scenario's own floor
     own = [r for r in results if r.time_scale != target_floors.get(r.target)]
@@ -140,7 +144,7 @@ def render_console(
         )
     console.print(
         Text(
-            f"{counts['matched']}/{counts['cases'] - counts['ungated']} cases as expected, "
+            f"{counts['matched']}/{counts['gated']} cases as expected, "
             f"{counts['mismatched']} mismatched, "
             + (
                 f"{counts['ungated']} with no expectation (judged by verdict only), "
@@ -153,10 +157,12 @@ def render_console(
                 if counts["unaccounted"]
                 else ""
             )
-            + (f", {counts['not_applicable']} not applicable" if counts["not_applicable"] else ""),
+            + (f", {counts['not_run']} not run" if counts["not_run"] else ""),
             style=style,
         )
     )
+    for reason in not_run_reasons(results):
+        console.print(Text(f"  not run: {reason}", style="yellow"))
     if has_verdicts(results):
         line = Text("verdicts: ")
         line.append(f"{counts['pass']} pass", style="green")
@@ -178,6 +184,9 @@ def render_console(
                     style="red",
                 )
             )
+            cause = fmt_cause(r)
+            if cause and cause not in r.message:
+                console.print(Text(f"    cause: {cause}", style="red"))
 
 
 def _outcome_cell(r: Any) -> Text:
@@ -221,6 +230,8 @@ def _requests_cell(r: Any) -> Text:
         else (str(r.requests) if r.max_requests is None else f"{r.requests}/{r.max_requests}")
     )
     text = Text(req, style="bold red" if r.over_budget else "")
+    if "accounting" in failed_checks(r):  # the client claims attempts the server never saw
+        text.append(f" (claims {r.attempts})", style="bold red")
     extra = getattr(r, "unaccounted_requests", 0)
     if extra:
         late = getattr(r, "late_requests", None)
@@ -238,7 +249,7 @@ def _target_floors(results: Sequence[Any]) -> dict[str, float]:
     floors: dict[str, float] = {}
     for target in {r.target for r in results}:
         try:
-            floor = float(getattr(load_target(target), "min_time_scale", 0.0) or 0.0)
+            floor = float(load_target(target).min_time_scale)
         except (ImportError, AttributeError, ValueError):
             continue  # a result from another machine's target: nothing to say
         if floor > 0:

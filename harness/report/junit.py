@@ -16,7 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import failed_checks, fmt_leaks, fmt_seconds, fmt_verdict, verdict
+from harness.report.common import (
+    evidence_lines,
+    failed_checks,
+    fmt_cause,
+    fmt_leaks,
+    fmt_seconds,
+    fmt_verdict,
+    ran,
+    verdict,
+)
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -32,7 +41,7 @@ def render_junit(results: Sequence[Any]) -> str:
             name=f"transport.{target}",
             tests=str(len(cases)),
             failures=str(sum(1 for r in cases if not r.matched)),
-            skipped=str(sum(1 for r in cases if r.matched and r.outcome.kind == "not_applicable")),
+            skipped=str(sum(1 for r in cases if r.matched and not ran(r))),
             errors="0",
             time=f"{sum(r.elapsed_s or 0 for r in cases):.3f}",
         )
@@ -51,8 +60,10 @@ def render_junit(results: Sequence[Any]) -> str:
                 ET.SubElement(
                     props, "property", name="failed_checks", value=",".join(failed_checks(r))
                 )
-            if r.matched and r.outcome.kind == "not_applicable":
-                ET.SubElement(case, "skipped", message=f"not applicable: {r.message}")
+            if r.matched and not ran(r):
+                ET.SubElement(
+                    case, "skipped", message=f"{r.outcome.kind.replace('_', ' ')}: {r.message}"
+                )
             if not r.matched:
                 fail = ET.SubElement(
                     case,
@@ -68,6 +79,8 @@ def render_junit(results: Sequence[Any]) -> str:
                 + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
                 f"requests: {r.requests} (client: {r.attempts}, after the call: "
                 f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
+                + "".join(f"\nevidence: {line}" for line in evidence_lines(r))
+                + (f"\ncause: {fmt_cause(r)}" if fmt_cause(r) else "")
             )
             if v == "fail":
                 err = ET.SubElement(case, "system-err")

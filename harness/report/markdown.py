@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.common import (
+    evidence_lines,
     failed_checks,
+    fmt_cause,
     fmt_leaks,
     fmt_seconds,
     has_verdicts,
+    not_run_reasons,
     summary_counts,
     verdict,
 )
@@ -26,7 +29,7 @@ VERDICT_MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌"}
 
 def render_markdown(results: Sequence[Any], *, title: str = "Transport fault catalog") -> str:
     counts = summary_counts(results)
-    mark = "✅" if counts["mismatched"] == 0 else "❌"
+    mark = "✅" if counts["mismatched"] == 0 and counts["not_run"] < counts["cases"] else "❌"
     targets = list(dict.fromkeys(r.target for r in results))
     by_key = {(r.scenario, r.target): r for r in results}
     verdicts = has_verdicts(results)
@@ -38,18 +41,18 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     lines = [
         f"## {title}",
         "",
-        f"{mark} {counts['matched']}/{counts['cases'] - counts['ungated']} cases as expected, "
+        f"{mark} {counts['matched']}/{counts['gated']} cases as expected, "
         + (f"{counts['ungated']} judged by verdict only, " if counts["ungated"] else "")
         + f"{counts['mismatched']} mismatched, {counts['leaky']} with leaks"
-        + (
-            f", {counts['not_applicable']} not applicable (target does not speak the API)."
-            if counts["not_applicable"]
-            else "."
-        ),
+        + (f", {counts['not_run']} not run." if counts["not_run"] else "."),
     ]
+    reasons = not_run_reasons(results)
+    if reasons:
+        lines.append("Not run: " + "; ".join(reasons) + ".")
     if verdicts:
         lines.append(
-            f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail."
+            f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail"
+            + (f", {counts['not_run']} not run." if counts["not_run"] else ".")
         )
     lines += [
         "",
@@ -86,6 +89,7 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 f"- **{r.scenario}** [{r.target}]: expected `{r.expected}`, got "
                 f"`{r.outcome.label}` (requests {r.requests}, leaks {fmt_leaks(r)}) {message}"
             )
+            lines += _cause_lines(r)
     failing = [r for r in results if verdict(r) == "fail"]
     if failing:
         lines += ["", "### Failing verdicts", ""]
@@ -94,6 +98,8 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 f"- **{r.scenario}** [{r.target}]: `{r.outcome.label}`, failed checks: "
                 + ", ".join(f"`{c}`" for c in failed_checks(r))
             )
+            lines += [f"  - {_md(line)}" for line in evidence_lines(r) if ": " in line]
+            lines += _cause_lines(r)
     return "\n".join(lines) + "\n"
 
 
@@ -108,4 +114,16 @@ def _verdict_cell(r: Any) -> str:
     if v is None:
         return ""
     checks = failed_checks(r)
-    return f"{VERDICT_MARKS.get(v, '')} {v}" + (f" ({', '.join(checks)})" if checks else "")
+    label = v.replace("_", " ")
+    return f"{VERDICT_MARKS.get(v, '')} {label}".strip() + (
+        f" ({', '.join(checks)})" if checks else ""
+    )
+
+
+def _cause_lines(r: Any) -> list[str]:
+    cause = fmt_cause(r)
+    return [f"  - cause: {_md(cause)}"] if cause else []
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -16,9 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.outcome import FAULT_KINDS
+from harness.report.common import evidence_lines, fmt_cause, fmt_verdict
 from harness.report.posture import connection_lines
 
-__all__ = ["relay_story", "render_timeline", "timeline_rows"]
+__all__ = ["relay_story", "render_timeline", "timeline_rows", "verdict_story"]
 
 #: Printed under a timeline that has relay TCP samples: what the four legs are.
 RELAY_LEGEND = (
@@ -71,16 +72,18 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         console.print(
             Text(
                 f"{result.scenario} [{result.target}] -- {result.outcome.kind.replace('_', ' ')}"
-                f" (expected {result.expected}): {result.message}",
+                f"{_expected(result, ' (expected {})')}: {result.message}",
                 style="dim" if result.matched else "bold red",
             )
         )
+        for line in verdict_story(result):
+            console.print(Text(line))
         return
     rows = timeline_rows(result)
     t0 = result.t_started if result.t_started is not None else (rows[0][0] if rows else 0.0)
     table = Table(
-        title=f"{result.scenario} [{result.target}] -- expected {result.expected}, "
-        f"actual {result.outcome.label}",
+        title=f"{result.scenario} [{result.target}] -- actual {result.outcome.label}"
+        + _expected(result, ", expected {}"),
         header_style="bold",
     )
     table.add_column("t (ms)", justify="right")
@@ -118,6 +121,37 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         )
     if result.message:
         console.print(Text(result.message, style="dim"))
+    for line in verdict_story(result):
+        console.print(Text(line, style="bold red" if line.startswith("  ") else "bold"))
+
+
+def verdict_story(result: Any) -> list[str]:
+    """The verdict, each failed check's evidence (indented), the contract it was judged
+    by, the cause chain and the reply text: what ``harness explain`` prints under the axis."""
+    lines = [f"verdict: {fmt_verdict(result)}"]
+    lines += [f"  {line}" for line in evidence_lines(result)]
+    contract = getattr(result, "contract", None) or {}
+    if contract:
+        wanted = (
+            "the complete reply" if contract.get("required_reply") else "the reply or a clean error"
+        )
+        lines.append(
+            f"contract: {wanted}, within {contract.get('bound_s')} s "
+            f"(from the {contract.get('bound_from')}), at most {contract.get('max_requests')} "
+            f"requests; checks: {', '.join(contract.get('checks') or ())}"
+        )
+    cause = fmt_cause(result)
+    if cause:
+        lines.append(f"cause: {cause}")
+    reply = getattr(result, "reply", None)
+    if reply is not None:
+        lines.append(f"reply: {reply!r}")
+    return lines
+
+
+def _expected(result: Any, form: str) -> str:
+    """``form`` with the expectation, or nothing when there is none (no "expected ,")."""
+    return form.format(result.expected) if result.expected else ""
 
 
 def relay_story(result: Any) -> list[str]:

@@ -66,15 +66,13 @@ from harness.replies import (
     seed_for_request,
     tool_arguments,
 )
-from harness.server.dialects import dialect_for
 from harness.server.payloads import chat, messages, responses
 from harness.server.payloads.common import BuildInput, Content, ToolCall, splice
 from harness.sse import encode_comment
+from harness.vocab.dialects import dialect_for
 
 __all__ = [
     "edit_plan",
-    "API_BY_PATH",
-    "LLM_APIS",
     "ReplyPlan",
     "error_body",
     "models_body",
@@ -82,12 +80,6 @@ __all__ = [
     "reply_words",
 ]
 
-LLM_APIS = ("chat", "responses", "messages")
-API_BY_PATH = {
-    "/v1/chat/completions": "chat",
-    "/v1/responses": "responses",
-    "/v1/messages": "messages",
-}
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"

@@ -75,6 +75,9 @@ class _ConnState:
     requests: int = 0
     visible: bool = False
     had_control: bool = False
+    #: The script epoch the connection was accepted in (a connection that ends with no
+    #: request is shown only in its own case's timeline).
+    born: int = -1
     held: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -133,19 +136,23 @@ class ServerCore:
         holder: dict[str, Any] = {}
 
         def record(kind: str, **detail: Any) -> None:
-            if state.visible:
+            if state.visible and state.epoch == self._epoch:
                 self.timeline.record(state.number, holder.get("request"), kind, **detail)
-            elif not state.had_control:
+            elif not state.visible and not state.had_control:
                 state.held.append((time.monotonic(), kind, detail))
+            # else: a connection of an earlier script (the last case's, still closing or
+            # pooled): its events belong to that case's timeline, never to this one's. A
+            # request on it in this case numbers it afresh (``_handle``).
 
         def record_many(kind: str, details: list[tuple[tuple[str, Any], ...]]) -> None:
-            if state.visible:
+            if state.visible and state.epoch == self._epoch:
                 self.timeline.record_many(state.number, holder.get("request"), kind, details)
             else:
                 for d in details:
                     record(kind, **dict(d))
 
         def made(conn: Connection) -> None:
+            state.born = self._epoch
             self.open.add(conn)
             record("accepted")
             task = asyncio.get_running_loop().create_task(
@@ -194,7 +201,7 @@ class ServerCore:
         except PeerGone:
             pass
         finally:
-            if not state.visible and not state.had_control:
+            if not state.visible and not state.had_control and state.born == self._epoch:
                 self._show(state)
             if not conn.lost and not conn.closing:
                 conn.close("end of connection")
@@ -242,6 +249,8 @@ class ServerCore:
 
         if not state.visible:
             self._show(state)
+        elif state.epoch != self._epoch:
+            state.held.clear()  # a pooled connection of an earlier case, reused in this one
         self._number(state)
         with self._lock:
             state.requests += 1

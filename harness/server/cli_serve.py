@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
-from harness.foreground import EXIT_OK, EXIT_USAGE, run_in_foreground
+from harness.foreground import EXIT_OK, EXIT_USAGE, add_port, add_time_scale, run_in_foreground
 from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
 __all__ = [
@@ -70,21 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
     )
-    parser.add_argument(
-        "--port", type=int, default=0, help="port to bind (default 0: a free port, printed)"
-    )
+    add_port(parser, where="to bind")
     parser.add_argument(
         "--script",
         metavar="FILE",
         help="fault script: TOML or JSON FaultScript table (default: no faults)",
     )
-    parser.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        metavar="X",
-        help="multiply every duration of the script by X (default 1.0)",
-    )
+    add_time_scale(parser)
     parser.add_argument(
         "--cassette",
         action="append",

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.faults import FaultScript
-from harness.loopthread import LoopThread
+from harness.loopthread import LoopService
 from harness.server.app import ServerCore, check_server_script
 from harness.server.timeline import RequestRecord, TimelineEvent
 
@@ -51,7 +51,7 @@ class ServerError(RuntimeError):
     """The fault server could not start (bad host, port in use, remote bind refused)."""
 
 
-class FaultServer:
+class FaultServer(LoopService):
     """The fault server in a background thread; see the module docstring."""
 
     def __init__(
@@ -70,6 +70,7 @@ class FaultServer:
             )
         script = script if script is not None else FaultScript()
         check_server_script(script)
+        super().__init__("fault-server")
         self.host = host
         self.port = port
         self.time_scale = time_scale
@@ -77,16 +78,13 @@ class FaultServer:
         self._core = ServerCore(script, time_scale=time_scale)
         self._core.on_load = self._apply_listen_options
         self._core.reply_source = reply_source  # harness.record: cassettes, a live upstream
-        self._loop_thread: LoopThread | None = None
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
         self._small_rcvbuf = False
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FaultServer:
-        if self._loop_thread is not None:
-            return self
+    def _before_start(self) -> None:
         if self.host not in LOCAL_HOSTS:
             # allow_remote=True was the caller's explicit choice; the runner also binds
             # inside network namespaces it made itself, where this is no news. The
@@ -98,35 +96,12 @@ class FaultServer:
         self._sock = _listen(self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self._apply_listen_options()
-        loop_thread = LoopThread(f"fault-server:{self.port}")
-        try:
-            loop_thread.start(self._start_serving)
-        except Exception as exc:
-            raise ServerError(f"fault server failed to start: {exc}") from exc
-        self._loop_thread = loop_thread
-        return self
+        self._loop_thread.name = f"fault-server:{self.port}"
 
-    def stop(self) -> None:
-        if self._loop_thread is not None:
-            self._loop_thread.stop(self._shutdown)
-            self._loop_thread = None
-
-    def __enter__(self) -> FaultServer:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def _start_failed(self, exc: Exception) -> Exception:
+        return ServerError(f"fault server failed to start: {exc}")
 
     # ------------------------------------------------------------------ API
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
 
     @property
     def reply_source(self) -> Any:
@@ -172,13 +147,13 @@ class FaultServer:
         releases the socket's descriptor in a callback on a later loop turn; a leak check
         after ``wait_for("closed")`` calls this first so it never counts that descriptor.
         """
-        if self._loop_thread is not None:
+        if self._loop_thread.running:
             self._loop_thread.call(_loop_turns(3), timeout_s=timeout)
 
     # ------------------------------------------------------------------ loop thread
 
     def _apply_listen_options(self) -> None:
-        stall = any(r.fault.action.name == "stall_upload" for r in self._core.script.rules)
+        stall = any(r.fault.action.upload_stall() is not None for r in self._core.script.rules)
         if self._sock is None or stall == self._small_rcvbuf:
             return
         self._sock.setsockopt(
@@ -189,7 +164,7 @@ class FaultServer:
         )
         self._small_rcvbuf = stall
 
-    async def _start_serving(self) -> None:
+    async def _serve(self) -> None:
         self._server = await asyncio.get_running_loop().create_server(
             self._core.protocol_factory, sock=self._sock, backlog=4096
         )

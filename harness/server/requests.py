@@ -29,12 +29,13 @@ from typing import Any
 import h11
 
 from harness.faults import FaultScript
-from harness.server.apis import API_BY_PATH, LLM_APIS, error_body, models_body, plan_reply
+from harness.server.apis import error_body, models_body, plan_reply
 from harness.server.body import write_reply
 from harness.server.connection import Connection
 from harness.server.reading import MAX_BODY_BYTES, read_body
 from harness.server.timeline import RequestRecord, Timeline
 from harness.server.wire import Exchange, RequestSite, write_simple
+from harness.vocab.apis import API_BY_PATH, APIS
 
 __all__ = ["Request", "answer"]
 
@@ -198,7 +199,7 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int
 
 
 def _parse_json(method: str, api: str, body: bytes) -> tuple[Any, str | None]:
-    if method != "POST" or api not in LLM_APIS:
+    if method != "POST" or api not in APIS:
         return None, None
     try:
         doc = json.loads(body.decode("utf-8")) if body else None

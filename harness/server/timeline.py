@@ -20,6 +20,7 @@ Timeline kinds: ``accepted``, ``request_read``, ``status_sent``, ``headers_sent`
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -47,13 +48,7 @@ class TimelineEvent:
     detail: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "t": self.t,
-            "conn": self.conn,
-            "request": self.request,
-            "kind": self.kind,
-            "detail": self.detail,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -78,19 +73,7 @@ class RequestRecord:
     body_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "path": self.path,
-            "api": self.api,
-            "stream": self.stream,
-            "attempt": self.attempt,
-            "connection": self.connection,
-            "request_on_connection": self.request_on_connection,
-            "fault": self.fault,
-            "expected_text": self.expected_text,
-            "t_start": self.t_start,
-            "body_bytes": self.body_bytes,
-        }
+        return dataclasses.asdict(self)
 
 
 class Timeline:

@@ -45,6 +45,7 @@ TARGETS: dict[str, str] = {
     "reference": "harness.targets.clients.reference:ReferenceTarget",
     "openai-sdk": "harness.targets.clients.openai_sdk:OpenAISDKTarget",
     "hermes": "harness.targets.hermes:HermesTarget",
+    "hermes+guard": "harness.targets.hermes.guard:HermesGuardTarget",
     "openai-sdk+guard": "harness.targets.clients.openai_sdk_guard:OpenAISDKGuardTarget",
     "anthropic-sdk+guard": "harness.targets.clients.anthropic_sdk_guard:AnthropicSDKGuardTarget",
     "anthropic-sdk": "harness.targets.clients.anthropic_sdk:AnthropicSDKTarget",

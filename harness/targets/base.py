@@ -43,9 +43,10 @@ How to add a target
 
            def call(self, job: Job, log: EventLog) -> CallResult:
                client = my_agent.Client(base_url=job.base_url, api_key=job.api_key)
-               try:
-                   text = client.chat(job.messages, model=job.model, stream=job.stream)
-                   return CallResult(text=text, finish_reason="stop")
+               try:                         # the job's calls in order (pause, rebuild)
+                   texts = run_calls(job, log, lambda: client.chat(
+                       job.messages, model=job.model, stream=job.stream))
+                   return CallResult(text=texts[-1], texts=tuple(texts), finish_reason="stop")
                finally:
                    client.close()           # leaks are read after call() returns
 
@@ -81,7 +82,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -93,10 +94,12 @@ __all__ = [
     "TargetUnsupported",
     "follow_up",
     "pause_between_calls",
+    "run_calls",
 ]
 
 #: Any key is accepted by the fault server; never a real secret.
 DEFAULT_API_KEY = "sk-harness-local-test"
+T = TypeVar("T")
 
 
 class ExecutedTruncatedToolCall(Exception):
@@ -182,6 +185,14 @@ class EventLog:
         else:
             self.dropped += 1
 
+    def caught(self, exc: BaseException) -> None:
+        """Report an exception the client caught and turned into something else (an
+        error text returned as the reply, a wrapper of its own): its chain is the cause
+        the reports name (``details.caught``; the last one reported wins)."""
+        from harness.targets.runtime.protocol import describe_chain  # noqa: PLC0415
+
+        self.details["caught"] = describe_chain(exc)
+
 
 class Target(ABC):
     """One client stack under test. Instantiated once per child process."""
@@ -208,6 +219,17 @@ class Target(ABC):
     #: socket or pipe of its own. The child checks it too and refuses, naming why; say
     #: False for a target whose warm child keeps a thread or a helper process.
     forkable: ClassVar[bool] = True
+    #: How long the runner waits for the child's first ``ready`` (real seconds), when more
+    #: than its default: a big import or a server of its own (a gateway). 0: the default.
+    start_s: ClassVar[float] = 0.0
+    #: The command that installs what this target needs here, named when it cannot run.
+    install: ClassVar[str] = "bash ci/setup"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this target cannot run on this machine (its venv or package is missing),
+        or None when it can. Looks on disk only; starts nothing."""
+        return None
 
     @classmethod
     def command(cls) -> list[str]:
@@ -230,8 +252,33 @@ class Target(ABC):
     @abstractmethod
     def call(self, job: Job, log: EventLog) -> CallResult:
         """Make ``job.calls`` sequential calls on one client (rebuilding it after
-        ``job.rebuild_after`` calls, with :func:`pause_between_calls` between them), close
-        every client it built, return or raise."""
+        ``job.rebuild_after`` calls, with :func:`pause_between_calls` between them: the
+        loop is :func:`run_calls`), close every client it built, return or raise."""
+
+
+def run_calls(
+    job: Job,
+    log: EventLog,
+    call: Callable[[], T],
+    *,
+    rebuild: Callable[[], None] | None = None,
+    label: str = "",
+) -> list[T]:
+    """The job's calls, one after another: the loop every target runs. Before each call
+    but the first, the job's pause (:func:`pause_between_calls`); before call number
+    ``job.rebuild_after`` (0-based), ``rebuild()`` -- the client built again -- marked
+    ``rebuild``; each call marked ``call`` ("2 of 3" + ``label``). ``rebuild=None``: a
+    target with no client of its own to rebuild. Returns what each ``call()`` returned."""
+    results: list[T] = []
+    for i in range(job.calls):
+        if i > 0:
+            pause_between_calls(job, log)
+        if rebuild is not None and job.rebuild_after is not None and i == job.rebuild_after:
+            rebuild()
+            log.mark("rebuild")
+        log.mark("call", f"{i + 1} of {job.calls}{label}")
+        results.append(call())
+    return results
 
 
 def pause_between_calls(job: Job, log: EventLog) -> None:

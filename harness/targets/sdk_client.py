@@ -1,7 +1,8 @@
 """The job loop of a target that drives one SDK client: make it, make the job's calls
-on it one after another (the pause between them, the rebuild the job asks for), close it.
+on it one after another (``base.run_calls``: the pause between them, the rebuild the job
+asks for), close it.
 
-:class:`SDKClientTarget` is that loop once; a target says only how to make its client
+:class:`SDKClientTarget` is that job once; a target says only how to make its client
 (``make_client``) and make one call on it (``one_call``), and may use the client once
 more before it is closed (``before_close``: the contract's follow-up call).
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 
 __all__ = ["SDKClientTarget"]
 
@@ -34,17 +35,14 @@ class SDKClientTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         client = self.make_client(job)
-        results: list[CallResult] = []
+
+        def rebuild() -> None:
+            nonlocal client
+            client.close()
+            client = self.make_client(job)
+
         try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.close()
-                    client = self.make_client(job)
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}")
-                results.append(self.one_call(client, job, log))
+            results = run_calls(job, log, lambda: self.one_call(client, job, log), rebuild=rebuild)
         finally:
             # the same client (its connection pool) after whatever happened above
             self.before_close(client, job, log)

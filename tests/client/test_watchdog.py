@@ -91,11 +91,13 @@ def test_backoff_wait_returns_when_due_and_stops_at_the_hard_ceiling() -> None:
         done: list[bool] = []
         waiter = threading.Thread(target=lambda: done.append(wd.wait(0.5)))
         waiter.start()
+        clock.wait_for_timed(timeout_s=WAIT)  # it has read the clock: advance moves past it
         clock.advance(0.6)
         waiter.join()
         assert done == [True]
         waiter = threading.Thread(target=lambda: done.append(wd.wait(5.0)))
         waiter.start()
+        clock.wait_for_timed(timeout_s=WAIT)
         clock.advance(0.5)  # past the 1.0 s ceiling, long before the 5 s wait
         waiter.join()
         assert done == [True, False]
@@ -237,3 +239,64 @@ def test_an_earlier_idle_deadline_is_not_left_waiting_behind_a_later_first_byte_
         clock.advance(0.31)
         assert aborted.wait(WAIT)
         assert wd.fired[0][0].name == "stream_idle_s"
+
+
+# --------------------------------------------------------------------------- async waits
+
+
+def _async_wd(clock: FakeClock, settings: ClientSettings = S) -> AsyncWatchdog:
+    return AsyncWatchdog(DeadlineState(settings, call_started_at=clock.now()), clock=clock)
+
+
+async def _advance_when_waiting(clock: FakeClock, seconds: float) -> None:
+    """Advance once the wait has set its timer (read on a worker thread: the wait for
+    the registration blocks, the loop must go on)."""
+    await asyncio.to_thread(clock.wait_for_timed, timeout_s=WAIT)
+    clock.advance(seconds)
+
+
+@pytest.mark.timeout(20)
+def test_async_backoff_wait_returns_when_due_and_stops_at_the_hard_ceiling() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        wd = _async_wd(clock, S.replace(hard_ceiling_s=1.0))
+        waiting = asyncio.create_task(wd.wait(0.5))
+        await _advance_when_waiting(clock, 0.6)
+        assert await asyncio.wait_for(waiting, WAIT) is True
+        waiting = asyncio.create_task(wd.wait(5.0))
+        await _advance_when_waiting(clock, 0.5)  # past the 1.0 s ceiling, not the 5 s wait
+        assert await asyncio.wait_for(waiting, WAIT) is False
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(20)
+def test_async_cancel_interrupts_a_backoff_wait() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        wd = _async_wd(clock)
+        waiting = asyncio.create_task(wd.wait(100.0))
+        await asyncio.to_thread(clock.wait_for_timed, timeout_s=WAIT)
+        wd.cancel()
+        assert await asyncio.wait_for(waiting, WAIT) is False
+        assert clock.now() == 1000.0  # no time passed: the cancel ended it
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(20)
+def test_async_deadline_fires_on_the_injected_clock() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        wd = _async_wd(clock)
+        aborted = asyncio.Event()
+        with wd.attempt(aborted.set) as token:
+            await _advance_when_waiting(clock, 0.29)
+            await asyncio.sleep(0)
+            assert not aborted.is_set()  # the 0.3 s first-byte deadline is not due yet
+            clock.advance(0.02)
+            await asyncio.wait_for(aborted.wait(), WAIT)
+        assert token.retired_by is not None and token.retired_by.name == "first_byte_s"
+        assert wd.fired[0][1] == pytest.approx(1000.31)
+
+    asyncio.run(main())

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from harness.client.errors import TruncatedStream
 from harness.faults import REPLY_SHAPES
 from harness.server.apis import plan_reply
-from harness.server.dialects import DIALECT_APIS
+from harness.vocab.apis import APIS
+from harness.vocab.dialects import DIALECT_APIS
 from tests.conformance.oracles import reference, sdk
 
 pytestmark = [pytest.mark.sdk_matrix, pytest.mark.timeout(120)]
 
-APIS = ("chat", "responses", "messages")
 #: (dialect or None for the reference shape, api): every profile on every API it speaks
 CELLS = [(None, api) for api in APIS] + [
     (name, api) for name, apis in sorted(DIALECT_APIS.items()) for api in apis

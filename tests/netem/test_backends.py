@@ -12,9 +12,11 @@ import httpx
 import pytest
 
 from harness.faults import FaultSpecError, script_from_dict
-from harness.netem.backends import NetworkSpec, network_backend, network_from_dict
+from harness.faults.network.spec import NetworkSpec
+from harness.faults.network.trigger import Trigger
+from harness.netem.backends import network_backend
 from harness.netem.prereq import require_netns, require_toxiproxy
-from harness.netem.trigger import Trigger
+from harness.network_spec import network_from_dict
 from harness.server import FaultServer
 
 BODY = {"model": "test-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}

@@ -1,4 +1,4 @@
-"""harness.netem.kernel, netns, deadpeer: a real dead path between two network namespaces.
+"""A real dead path between two network namespaces (harness.netem netns, deadpeer).
 
 Needs root and `ip netns` (skips locally without them, fails in CI). Keepalive 1/1/2
 keeps each run to a few seconds; timing bounds are generous sanity bounds (two shared
@@ -14,13 +14,17 @@ import sys
 import pytest
 
 from harness.faults import FaultSpecError
+from harness.faults.network.kernel import (
+    KeepaliveSettings,
+    KernelSettings,
+    kernel_settings_from_dict,
+)
+from harness.faults.network.trigger import Trigger
 from harness.netem import netns as lifecycle
 from harness.netem.deadpeer import run_dead_peer
-from harness.netem.kernel import KeepaliveSettings, KernelSettings, kernel_settings_from_dict
 from harness.netem.netns import NetnsPair, cleanup_stale
 from harness.netem.prereq import PROJECT_ROOT, require_netns
 from harness.netem.sse_stub import StubServer, StubSettings
-from harness.netem.trigger import Trigger
 
 MARGIN_S = 2.5  # scheduling noise, RTO granularity, process start
 

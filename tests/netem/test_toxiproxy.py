@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from harness.faults import FaultSpecError
+from harness.faults.network.toxics import Toxic, toxic_from_dict
+from harness.faults.network.trigger import Trigger
 from harness.netem.prereq import require_toxiproxy
 from harness.netem.sse_stub import StubServer, StubSettings
-from harness.netem.toxics import Toxic, toxic_from_dict
 from harness.netem.toxiproxy import ToxiproxyError, ToxiproxyServer
-from harness.netem.trigger import Trigger
 
 BODY = {"model": "test-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from harness.netem.trigger import Trigger, parse_trigger, wait_for_trigger
+from harness.faults.network.trigger import Trigger, parse_trigger, wait_for_trigger
 from harness.server import FaultServer
 
 pytestmark = pytest.mark.timeout(30)

@@ -62,8 +62,7 @@ JUDGED = [
             expected="not_applicable",
             error=None,
         ),
-        "fail",
-        ("not_applicable",),  # the contract's verdict on a case that did not run
+        "not_run",  # the contract's verdict on a case that did not run (issue 24)
     ),
 ]
 
@@ -74,9 +73,10 @@ def test_console_shows_the_verdict_and_failed_checks_next_to_the_outcome():
     text = console.export_text()
     assert "verdict" in text
     assert "alive_after" in text and "bound" in text
-    assert "verdicts: 2 pass, 1 safe, 2 fail" in text
-    # a failing verdict is visible, but the expectation (hung, as expected) decides the run
-    assert "5/5 cases as expected, 0 mismatched" in text
+    assert "verdicts: 2 pass, 1 safe, 1 fail" in text
+    # a failing verdict is visible, but the expectation (hung, as expected) decides the run;
+    # the case that did not run is counted apart, never as expected
+    assert "4/4 cases as expected, 0 mismatched" in text and "1 not run" in text
 
 
 def test_console_without_verdicts_has_no_verdict_column():
@@ -90,9 +90,9 @@ def test_markdown_has_a_verdict_column_and_lists_failing_verdicts():
     assert "openai-sdk verdict" not in md  # one header per target: "<t> expected | ..."
     assert "| verdict |" in md
     assert "❌ fail (bound, alive_after)" in md
-    assert "Verdicts: 2 pass, 1 safe, 2 fail." in md
+    assert "Verdicts: 2 pass, 1 safe, 1 fail, 1 not run." in md
     assert "### Failing verdicts" in md and "`bound`, `alive_after`" in md
-    assert md.startswith("## ") and "✅ 5/5 cases as expected" in md
+    assert md.startswith("## ") and "✅ 4/4 cases as expected" in md
 
 
 def test_junit_carries_the_verdict_without_failing_the_case():

@@ -196,3 +196,15 @@ def test_outcome_alternatives_match_any_of_them() -> None:
 def test_an_unknown_alternative_is_rejected_naming_it() -> None:
     with pytest.raises(ValueError, match="'bogus' is not an outcome"):
         Expected.parse("ok|bogus")
+
+
+def test_a_fault_set_up_before_the_call_counts_from_the_case_own_clock():
+    # A toxic added with the network path 42 s before the child said "started" (issue 24:
+    # 42.35 s reported for a 0.39 s case): its onset is the last request start.
+    timeline = [{"t": 100.0, "kind": "toxic_added"}]
+    got = detection_latency(timeline, 142.74, started_t=142.35, request_starts=[142.40, 142.60])
+    assert got == pytest.approx(0.14)
+    assert detection_latency(timeline, 142.74, started_t=142.35) == pytest.approx(0.39)
+    # a fault that fired during the call keeps its own onset
+    during = [*timeline, {"t": 142.70, "kind": "fault"}]
+    assert detection_latency(during, 142.74, started_t=142.35) == pytest.approx(0.04)

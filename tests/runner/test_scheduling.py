@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from harness.planning import RunSettings
+from harness.planning import RunSettings, plan_case
 from harness.scenario import scenario_from_dict
-from harness.scheduling import CaseQueue
+from harness.scheduling import CaseQueue as _CaseQueue
 
 HANG = {"rules": [{"fault": {"phase": "request", "action": "hang"}}]}
+
+
+def CaseQueue(cases: list, settings: RunSettings) -> _CaseQueue:
+    """The queue of ``cases`` (scenario, target), each planned once as the runner does."""
+    return _CaseQueue([plan_case(s, t, settings) for s, t in cases], settings)
 
 
 def make(name: str, expected: dict[str, str], **fields) -> object:
@@ -26,28 +31,28 @@ def test_workers_spread_over_targets_and_each_stays_on_its_own():
     )
     queue = CaseQueue(cases, RunSettings(jobs=2))
     first = {w: queue.take("general", w, None) for w in ("w0", "w1")}
-    targets = {w: item[1][1] for w, item in first.items() if item is not None}
+    targets = {w: item[1].target for w, item in first.items() if item is not None}
     assert len(set(targets.values())) == 2  # two workers, two targets
     taken = {w: [targets[w]] for w in targets}
     for _ in range(2):
         for w in ("w0", "w1"):
             item = queue.take("general", w, taken[w][-1])
             assert item is not None
-            taken[w].append(item[1][1])
+            taken[w].append(item[1].target)
     # each worker ran its own target's three cases in a row: its child is reused
     assert all(len(set(ts)) == 1 for ts in taken.values()), taken
     # the one target nobody is on comes next, rather than joining the other worker
     item = queue.take("general", "w0", taken["w0"][-1])
-    assert item is not None and item[1][1] not in taken.values()
+    assert item is not None and item[1].target not in taken.values()
 
 
 def test_a_worker_whose_target_ran_out_joins_the_target_with_most_work_per_worker():
     cases = short_cases("openai-sdk", 1) + short_cases("reference", 2)
     queue = CaseQueue(cases, RunSettings(jobs=2))
-    assert queue.take("general", "w1", None)[1][1] == "reference"  # most work
-    assert queue.take("general", "w0", None)[1][1] == "openai-sdk"  # nobody on it
-    assert queue.peek("general", "w0", "openai-sdk")[1] == "reference"
-    assert queue.take("general", "w0", "openai-sdk")[1][1] == "reference"
+    assert queue.take("general", "w1", None)[1].target == "reference"  # most work
+    assert queue.take("general", "w0", None)[1].target == "openai-sdk"  # nobody on it
+    assert queue.peek("general", "w0", "openai-sdk").target == "reference"
+    assert queue.take("general", "w0", "openai-sdk")[1].target == "reference"
 
 
 def test_lanes_take_only_their_kinds_and_in_their_order():
@@ -63,11 +68,11 @@ def test_lanes_take_only_their_kinds_and_in_their_order():
     settings = RunSettings(jobs=1, time_scale=0.05, min_ceiling_s=3.0)
     queue = CaseQueue(cases, settings)
     assert [queue.count(k) for k in ("short", "long", "idle")] == [1, 1, 1]
-    assert queue.peek("idle", "i", None)[0].name == "hang"
-    assert queue.peek("wait", "w", None)[0].name == "relay"
-    assert queue.take("general", "g", None)[1][0].name == "short"
-    assert queue.take("general", "g", "openai-sdk")[1][0].name == "relay"
-    assert queue.take("wait", "w", None)[1][0].name == "hang"
+    assert queue.peek("idle", "i", None).scenario.name == "hang"
+    assert queue.peek("wait", "w", None).scenario.name == "relay"
+    assert queue.take("general", "g", None)[1].scenario.name == "short"
+    assert queue.take("general", "g", "openai-sdk")[1].scenario.name == "relay"
+    assert queue.take("wait", "w", None)[1].scenario.name == "hang"
     assert queue.take("idle", "i", None) is None
 
 
@@ -90,7 +95,7 @@ def test_a_scenario_paced_at_its_own_time_scale_floor_waits_on_a_wait_lane():
     cases = [(paced, "openai-sdk"), (plain, "openai-sdk")]
     queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.05))
     assert [queue.count(k) for k in ("short", "long", "idle")] == [1, 1, 0]
-    assert queue.peek("wait", "w", None)[0].name == "paced"
+    assert queue.peek("wait", "w", None).scenario.name == "paced"
     # a run as slow as the floor: nothing is paced slower than the rest
     queue = CaseQueue(cases, RunSettings(jobs=1, time_scale=0.2))
     assert [queue.count(k) for k in ("short", "long", "idle")] == [2, 0, 0]
@@ -113,9 +118,9 @@ def test_a_worker_leaves_its_target_only_for_a_case_longer_by_a_child_start_up()
     assert queue.count("long") == 4
     # 12.5 s on another target beats 3.75 s + SWITCH_COST_S on its own: the long case
     # is not left for the tail
-    assert queue.take("wait", "w", "reference")[1][0].name == "sdk_far"
+    assert queue.take("wait", "w", "reference")[1].scenario.name == "sdk_far"
     # 4.5 s is not worth a child start-up: it stays on reference
-    assert queue.take("wait", "w", "reference")[1][0].name == "ref_a"
+    assert queue.take("wait", "w", "reference")[1].scenario.name == "ref_a"
 
 
 def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_time():
@@ -126,7 +131,7 @@ def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_t
     assert estimated_s((failing, "hermes"), settings) > estimated_s((ok, "hermes"), settings)
     queue = CaseQueue([(ok, "hermes"), (failing, "hermes")], settings)
     first = queue.take("general", "w0", None)
-    assert first is not None and first[1][0].name == "f"
+    assert first is not None and first[1].scenario.name == "f"
     # a target without a real-time backoff: the same estimate either way
     ref_failing, ref_ok = make("f2", {"reference": "error"}), make("o2", {"reference": "ok"})
     assert estimated_s((ref_failing, "reference"), settings) == estimated_s(

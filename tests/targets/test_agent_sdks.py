@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.environment import read_environment
 from harness.runner import RunSettings, run_cases
 from harness.scenario import scenario_from_dict
 from harness.targets import load_target
+from tests.targets.ci_required import fail_if_required
 
 FAST = 0.05
 TRUNCATE_AT_3 = {"rules": [{"fault": {"phase": "event:3", "action": "truncate"}}]}
@@ -47,9 +47,7 @@ def results():
     for target, cases in CASES.items():
         reason = load_target(target).unavailable()
         if reason is not None:
-            env = read_environment()
-            if env.ci and env.extra_targets:
-                pytest.fail(f"{target} must run in CI: {reason}")
+            fail_if_required(target, reason)
             continue
         scenarios = [
             scenario_from_dict({"name": n, "summary": n, "expected": {target: "ok"}, **f})

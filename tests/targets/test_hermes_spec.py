@@ -30,15 +30,16 @@ def _hermes_step() -> str:
 
 
 def _run_step(spec: str | None) -> tuple[str, str, str]:
-    """(dir, pip spec, stamp) the step hands to tool_venv."""
+    """(dir, pip spec, stamp) the step hands to its hermes_venv job."""
     env_line = "" if spec is None else f"HARNESS_HERMES_SPEC={spec!r}\n"
     script = (
         "set -euo pipefail\nHERMES_VERSION=0.19.0\n"
-        'tool_venv() { printf "%s\\n%s\\n%s\\n" "$1" "$2" "$3"; }\n'
+        "is_current() { return 1; }\nensure_uv() { :; }\n"
+        'start_job() { printf "%s\\n%s\\n%s\\n" "$3" "$5" "$4"; }\n'
         f"{env_line}{_hermes_step()}\n"
     )
     out = subprocess.run(
-        ["bash", "-c", script], capture_output=True, text=True, timeout=30, check=True
+        ["bash", "-c", script], capture_output=True, text=True, timeout=30, check=True, cwd=ROOT
     ).stdout.splitlines()
     return out[0], out[1], out[2]
 
@@ -53,13 +54,16 @@ def _git(repo: Path, *args: str) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_default_is_the_released_hermes_with_the_old_stamp():
-    assert _run_step(None) == (".cache/hermes-venv", "hermes-agent==0.19.0", "0.19.0")
+def test_default_is_the_released_hermes_stamped_with_its_version_and_deps():
+    venv, pip, stamp = _run_step(None)
+    assert (venv, pip) == (".cache/hermes-venv", "hermes-agent==0.19.0")
+    assert re.fullmatch(r"0\.19\.0 deps:[0-9a-f]{12}", stamp)
 
 
 @pytest.mark.timeout(60)
 def test_a_pip_spec_is_installed_and_stamped_as_given():
-    assert _run_step("hermes-agent==0.20.0")[1:] == ("hermes-agent==0.20.0",) * 2
+    _, pip, stamp = _run_step("hermes-agent==0.20.0")
+    assert pip == "hermes-agent==0.20.0" and stamp.startswith("hermes-agent==0.20.0 deps:")
 
 
 @pytest.mark.timeout(60)
@@ -80,10 +84,23 @@ def test_a_checkout_is_stamped_by_commit_and_uncommitted_changes(tmp_path):
     assert _run_step(str(repo))[2] not in (first, edited)  # so does a new commit
 
 
-def test_the_workflow_builds_hermes_from_the_pull_request_and_posts_the_summary():
+def test_the_workflow_runs_base_and_head_hermes_and_posts_their_diff():
     text = WORKFLOW.read_text()
     assert "HARNESS_HERMES_SPEC: ${{ github.workspace }}/hermes-agent" in text
-    assert "bash harness/ci/setup" in text
-    assert re.search(r"harness run -t hermes .*--markdown reports/hermes-gate.md", text, re.S)
+    assert "HARNESS_HERMES_SPEC: ${{ github.workspace }}/hermes-base" in text
+    assert "ref: ${{ github.event.pull_request.base.sha }}" in text
+    assert "HARNESS_HERMES_VENV: .cache/hermes-base-venv" in text
+    assert text.count("bash harness/ci/setup") == 2
+    assert re.search(
+        r"HARNESS_HERMES_PYTHON=.cache/hermes-base-venv/bin/python \\\s*"
+        r"\.venv/bin/harness run -t hermes -q --json reports/base.json",
+        text,
+    )
+    assert re.search(r"harness run -t hermes -q \\\s*--json reports/head.json", text)
+    assert re.search(
+        r"harness report diff reports/base.json reports/head.json .*--markdown reports/hermes-gate.md",
+        text,
+        re.S,
+    )
     assert 'cat "$report" >> "$GITHUB_STEP_SUMMARY"' in text
     assert "gh pr comment" in text

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.environment import read_environment
 from harness.runner import RunSettings, run_cases
 from harness.scenario import scenario_from_dict
 from harness.targets.base import Job
 from harness.targets.clients.litellm_sdk import litellm_unavailable, route
+from tests.targets.ci_required import skip_or_fail
 
 TARGET = "litellm"
 FAST = 0.05
@@ -66,12 +66,7 @@ def test_the_proxy_is_unavailable_while_the_litellm_command_it_runs_cannot_run(t
 
 @pytest.fixture(scope="module")
 def results():
-    reason = litellm_unavailable()
-    if reason is not None:
-        env = read_environment()
-        if env.ci and env.extra_targets:
-            pytest.fail(f"litellm must run in CI: {reason}")
-        pytest.skip(reason)
+    skip_or_fail("litellm", litellm_unavailable())
     scenarios = [
         scenario_from_dict({"name": name, "summary": name, "expected": {TARGET: "ok"}, **fields})
         for name, fields in CASES.items()
@@ -90,8 +85,14 @@ def test_healthy_call_on_either_route_returns_the_full_reply_with_no_leak(result
     assert result.outcome.kind == "ok", result.message
     assert result.requests == 1
     assert result.leaks is not None and result.leaks.total == 0, result.leaks
-    # LiteLLM had pooled a connection in its client cache; the target closed it.
-    assert result.details.get("cached_connections", 0) >= 0
+    # The count is read just before the target closes LiteLLM's client cache. A body
+    # call leaves its connection pooled there (measured: 1); a stream's is released when
+    # the stream ends (measured: 0). No leak above says the close released the pooled one.
+    cached = result.details["cached_connections"]
+    if name.endswith("_body"):
+        assert cached >= 1, result.details
+    else:
+        assert isinstance(cached, int), result.details
 
 
 @pytest.mark.timeout(300)

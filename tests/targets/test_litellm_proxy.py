@@ -11,12 +11,12 @@ import os
 
 import pytest
 
-from harness.environment import read_environment
 from harness.faults import script_from_dict
 from harness.gateway.litellm_proxy import Gateway, JobLegs, proxy_config, summarize
 from harness.server import FaultServer
 from harness.targets.clients.litellm_proxy import upstream_of
 from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
+from tests.targets.ci_required import skip_or_fail
 
 
 def _relay_tcp(t: float, conn: int, client: str, upstream: str) -> dict:
@@ -56,12 +56,7 @@ def test_proxy_config_routes_every_model_to_the_given_base():
 
 @pytest.fixture(scope="module")
 def gateway():
-    reason = litellm_unavailable(proxy=True)
-    if reason is not None:
-        env = read_environment()
-        if env.ci and env.extra_targets:
-            pytest.fail(f"litellm-proxy must run in CI: {reason}")
-        pytest.skip(reason)
+    skip_or_fail("litellm-proxy", litellm_unavailable(proxy=True))
     gw = Gateway.start(python=litellm_python(), env={**os.environ, **CHILD_ENV})
     yield gw
     gw.close()

@@ -17,6 +17,7 @@ class Malformed(Action):
     name: ClassVar[str] = "malformed"
     phases: ClassVar[tuple[str, ...]] = ("event",)
     terminal: ClassVar[bool] = False
+    corrupting: ClassVar[bool] = True
     payload: str = '{"id": "chatcmpl-broken", "choices": [{"delta": {"content": "x"'
 
     def __post_init__(self) -> None:

@@ -20,3 +20,4 @@ class SwallowClose(Action):
 
     name: ClassVar[str] = "swallow_close"
     backends: ClassVar[tuple[str, ...]] = ("relay",)
+    relay_mode: ClassVar[str | None] = "swallow_close"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring  # what json.dumps(str, ensure_ascii=False) returns
 from typing import Any
 
-from harness.server.dialects import Dialect
+from harness.vocab.dialects import Dialect
 
 __all__ = [
     "HOLE",

@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.targets import COMMAND_PREFIX
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+from harness.vocab.apis import APIS
 
 __all__ = [
     "COMMAND_PREFIX",
@@ -63,7 +64,6 @@ __all__ = [
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 #: What a program that declares nothing is taken to speak.
 DEFAULT_APIS: tuple[str, ...] = ("chat",)
-_KNOWN_APIS = ("chat", "responses", "messages")
 #: ``harness-apis:`` is looked for in this much of the head of the file.
 _HEADER_BYTES = 4096
 _APIS_LINE = re.compile(rb"harness-apis:\s*([a-z ,]+)")
@@ -119,11 +119,11 @@ def declared_apis(path: Path) -> tuple[str, ...]:
     if match is None:
         return DEFAULT_APIS
     names = tuple(n for n in re.split(r"[ ,]+", match.group(1).decode().strip()) if n)
-    bad = [n for n in names if n not in _KNOWN_APIS]
+    bad = [n for n in names if n not in APIS]
     if bad or not names:
         raise ValueError(
             f"{path}: harness-apis: {bad[0] if bad else '(empty)'!r} is not an API; "
-            f"allowed: {', '.join(_KNOWN_APIS)}"
+            f"allowed: {', '.join(APIS)}"
         )
     return names
 
@@ -162,12 +162,10 @@ class CommandTarget(Target):
         self._guardian.stdout.close()
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        texts: list[str] = []
-        for i in range(job.calls):
-            if i > 0:
-                pause_between_calls(job, log)
-            log.mark("call", f"{i + 1} of {job.calls}: {Path(self.path).name}")
-            texts.append(self._run_once(job, log))
+        # no rebuild: every call is a new process of the program
+        texts = run_calls(
+            job, log, lambda: self._run_once(job, log), label=f": {Path(self.path).name}"
+        )
         return CallResult(text=texts[-1], texts=tuple(texts), attempts=None)
 
     def _run_once(self, job: Job, log: EventLog) -> str:

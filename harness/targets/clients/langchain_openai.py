@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.runtime.venv import VenvTarget
 
 __all__ = ["LangChainOpenAITarget"]
@@ -45,19 +45,17 @@ class LangChainOpenAITarget(VenvTarget):
         }
         if job.max_tokens is not None:
             kwargs["max_tokens"] = job.max_tokens
-        texts: list[str] = []
-        finish: str | None = None
         llm = ChatOpenAI(**kwargs)
-        for i in range(job.calls):
-            if i > 0:
-                pause_between_calls(job, log)
-            if job.rebuild_after is not None and i == job.rebuild_after:
-                llm = ChatOpenAI(**kwargs)
-                log.mark("rebuild")
-            log.mark("call", f"{i + 1} of {job.calls}: stream={job.stream}")
-            text, finish = _one(llm, job, log)
-            texts.append(text)
-        return CallResult(text=texts[-1], finish_reason=finish, texts=tuple(texts))
+
+        def rebuild() -> None:
+            nonlocal llm
+            llm = ChatOpenAI(**kwargs)
+
+        replies = run_calls(
+            job, log, lambda: _one(llm, job, log), rebuild=rebuild, label=f": stream={job.stream}"
+        )
+        texts = tuple(text for text, _ in replies)
+        return CallResult(text=texts[-1], finish_reason=replies[-1][1], texts=texts)
 
 
 def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:

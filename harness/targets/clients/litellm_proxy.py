@@ -56,6 +56,11 @@ class _ThroughProxy:
     _direct = False
     client_min_time_scale: ClassVar[float] = 0.0
     forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
+    install: ClassVar[str] = "HARNESS_EXTRA_TARGETS=1 bash ci/setup"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return litellm_unavailable(proxy=True)
 
     def prepare(self) -> None:
         self._direct = True  # the client's own warm-up talks to its server directly

@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.targets.base import CallResult, EventLog, Job, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
 
 __all__ = [
@@ -116,18 +116,15 @@ class LiteLLMTarget(VenvTarget):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         self.check()
-        texts: list[str] = []
-        finish: str | None = None
         try:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
-                text, finish = _completion(job, log)
-                texts.append(text)
+            # no rebuild: litellm keeps no client of ours (it caches its own, closed below)
+            replies = run_calls(
+                job, log, lambda: _completion(job, log), label=f": api={job.api} stream={job.stream}"
+            )
         finally:
             log.details["cached_connections"] = close_cached_clients()
-        return CallResult(text=texts[-1], finish_reason=finish, texts=tuple(texts))
+        texts = tuple(text for text, _ in replies)
+        return CallResult(text=texts[-1], finish_reason=replies[-1][1], texts=texts)
 
 
 def close_cached_clients() -> int:

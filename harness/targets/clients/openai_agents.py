@@ -32,7 +32,7 @@ from harness.targets.base import (
     EventLog,
     ExecutedTruncatedToolCall,
     Job,
-    pause_between_calls,
+    run_calls,
 )
 from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
 from harness.targets.runtime.venv import VenvTarget
@@ -53,12 +53,14 @@ class OpenAIAgentsTarget(VenvTarget):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         self.check()
-        import asyncio
-
-        return asyncio.run(_run(job, log))
+        return _run(job, log)
 
 
-async def _run(job: Job, log: EventLog) -> CallResult:
+def _run(job: Job, log: EventLog) -> CallResult:
+    """The job's calls (``run_calls``), each an agent turn on one event loop that lives
+    for the job (``asyncio.Runner``: what ``asyncio.run`` is, kept across the calls)."""
+    import asyncio
+
     from agents import (
         Agent,
         ModelSettings,
@@ -88,17 +90,20 @@ async def _run(job: Job, log: EventLog) -> CallResult:
         return "recorded"
 
     prompt = next((m["content"] for m in reversed(job.messages) if m["role"] == "user"), "")
-    texts: list[str] = []
-    client = AsyncOpenAI(base_url=job.base_url, api_key=job.api_key)
-    try:
-        for i in range(job.calls):
-            if i > 0:
-                pause_between_calls(job, log)
-            if job.rebuild_after is not None and i == job.rebuild_after:
-                await client.close()
-                client = AsyncOpenAI(base_url=job.base_url, api_key=job.api_key)
-                log.mark("rebuild")
-            model_cls = OpenAIChatCompletionsModel if job.api == "chat" else OpenAIResponsesModel
+    model_cls = OpenAIChatCompletionsModel if job.api == "chat" else OpenAIResponsesModel
+
+    async def new_client() -> Any:
+        return AsyncOpenAI(base_url=job.base_url, api_key=job.api_key)
+
+    with asyncio.Runner() as loop:
+        client = loop.run(new_client())
+
+        def rebuild() -> None:
+            nonlocal client
+            loop.run(client.close())
+            client = loop.run(new_client())
+
+        def one() -> str:
             settings = (
                 ModelSettings(max_tokens=job.max_tokens) if job.max_tokens else ModelSettings()
             )
@@ -109,13 +114,16 @@ async def _run(job: Job, log: EventLog) -> CallResult:
                 model=model_cls(model=job.model, openai_client=client),
                 model_settings=settings,
             )
-            log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
             try:
-                texts.append(await _turn(Runner, agent, prompt, job, log))
+                return loop.run(_turn(Runner, agent, prompt, job, log))
             finally:  # worse than whatever the turn raised: it replaces that
                 _raise_if_cut(executed)
-    finally:
-        await client.close()
+
+        try:
+            label = f": api={job.api} stream={job.stream}"
+            texts = run_calls(job, log, one, rebuild=rebuild, label=label)
+        finally:
+            loop.run(client.close())
     return CallResult(text=texts[-1], finish_reason="stop", texts=tuple(texts))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 from harness.targets.runtime.warmup import warm_up_target
 
 __all__ = ["SCALED_SETTINGS", "ReferenceTarget", "scaled_settings"]
@@ -50,20 +50,16 @@ class ReferenceTarget(Target):
         kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
         if job.max_tokens is not None:
             kwargs["max_tokens"] = job.max_tokens
-        replies = []
         with ReferenceClient(
             base_url=job.base_url, api_key=job.api_key, settings=settings
         ) as client:
-            for i in range(job.calls):
-                if i > 0:
-                    pause_between_calls(job, log)
-                if job.rebuild_after is not None and i == job.rebuild_after:
-                    client.rebuild()
-                    log.mark("rebuild")
-                log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
+
+            def one() -> Any:
                 reply = client.complete(messages=[dict(m) for m in job.messages], **kwargs)
                 log.mark("reply", f"finish_reason={reply.finish_reason} attempts={reply.attempts}")
-                replies.append(reply)
+                return reply
+
+            replies = run_calls(job, log, one, rebuild=client.rebuild, label=call_label(job))
         last = replies[-1]
         return CallResult(
             # tool calls as comparable text (harness.replies.render_tool_call)
@@ -86,6 +82,11 @@ def scaled_settings(
         if values.get(name) is not None:
             values[name] = float(values[name]) * time_scale
     return values
+
+
+def call_label(job: Job) -> str:
+    """What a call of the reference stack is marked with after "2 of 3"."""
+    return f": api={job.api} stream={job.stream}"
 
 
 def rendered_calls(reply: Any) -> str:

@@ -118,6 +118,10 @@ class HermesTarget(Target):
     forkable = False
 
     @classmethod
+    def unavailable(cls) -> str | None:
+        return unavailable_reason(read_environment())
+
+    @classmethod
     def command(cls) -> list[str]:
         env = read_environment()
         if unavailable_reason(env) is not None:

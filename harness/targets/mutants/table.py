@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.targets.base import CallResult, EventLog, Job, Target, pause_between_calls
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 
 __all__ = [
     "BASELINE_TARGET",
@@ -190,7 +190,7 @@ class StackTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ClientSettings, ReferenceClient
-        from harness.targets.clients.reference import rendered_calls, scaled_settings
+        from harness.targets.clients.reference import call_label, rendered_calls, scaled_settings
 
         settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
         probe = _Probe()
@@ -198,22 +198,19 @@ class StackTarget(Target):
         kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
         if job.max_tokens is not None:
             kwargs["max_tokens"] = job.max_tokens
-        replies = []
+        replies: list[Any] = []
         error: BaseException | None = None
         with ReferenceClient(
             job.base_url, job.api_key, settings=settings, components=components
         ) as client:
             try:
-                for i in range(job.calls):
-                    if i > 0:
-                        pause_between_calls(job, log)
-                    if job.rebuild_after is not None and i == job.rebuild_after:
-                        client.rebuild()
-                        log.mark("rebuild")
-                    log.mark("call", f"{i + 1} of {job.calls}: api={job.api} stream={job.stream}")
-                    replies.append(
-                        client.complete(messages=[dict(m) for m in job.messages], **kwargs)
-                    )
+                replies = run_calls(
+                    job,
+                    log,
+                    lambda: client.complete(messages=[dict(m) for m in job.messages], **kwargs),
+                    rebuild=client.rebuild,
+                    label=call_label(job),
+                )
             except Exception as exc:  # re-raised below unless an invariant broke first
                 error = exc
             finally:

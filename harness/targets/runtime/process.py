@@ -77,7 +77,7 @@ class TargetProcess:
         stderr_file = tempfile.TemporaryFile()
         if (
             not command_prefix
-            and getattr(target_cls, "forkable", False)
+            and target_cls.forkable
             and read_environment(environ).fork_children
         ):
 

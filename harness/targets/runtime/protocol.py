@@ -13,7 +13,9 @@ What is fixed here, for every child:
 * how an exception is reported (:func:`describe_exception`): ``error`` (class name, or
   ``Wrapper:Last`` for an error carrying ``attempts``), ``mro`` (class names without
   ``object`` and ``BaseException``), ``message`` (cut at :data:`MAX_MESSAGE_CHARS`),
-  ``causes`` (``"Type: message"`` of the ``__cause__``/``__context__`` chain);
+  ``causes`` (``"Type: message"`` of the ``__cause__``/``__context__`` chain), ``chain``
+  (:func:`describe_chain`: the same chain as ``{type, message, via}`` objects, the
+  exception itself first);
 * the command loop (:func:`serve`) and that the protocol owns the real stdout
   (:func:`claim_stdout`);
 * :func:`problems`: what is wrong with one message, for the contract test and readers.
@@ -38,6 +40,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "STATUSES",
     "claim_stdout",
+    "describe_chain",
     "describe_exception",
     "fatal",
     "mro_names",
@@ -232,6 +235,7 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
         "mro": mro,
         "message": str(exc)[:MAX_MESSAGE_CHARS],
         "causes": causes,
+        "chain": describe_chain(exc),
     }
     for attr in _ERROR_FIELDS:
         value = getattr(exc, attr, None)
@@ -241,6 +245,34 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
             out[attr] = value
     if attempts is not None:
         out["attempt_errors"] = [type(a).__name__ for a in attempts]
+    return out
+
+
+def describe_chain(exc: BaseException) -> list[dict[str, str]]:
+    """``exc`` and what it came from: ``{"type", "message", "via"}`` per exception, ``via``
+    ``raised`` (``exc`` itself), ``cause`` (``raise ... from``), ``context`` (raised while
+    handling) or ``last attempt`` (a retrying error's final attempt, and its own chain).
+    Bounded: at most :data:`MAX_CAUSES` after ``exc``, messages cut at
+    :data:`MAX_CAUSE_CHARS`, each exception once (a chain can loop)."""
+    out: list[dict[str, str]] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    via = "raised"
+    while current is not None and id(current) not in seen and len(out) <= MAX_CAUSES:
+        seen.add(id(current))
+        out.append(
+            {"type": type(current).__name__, "message": str(current)[:MAX_CAUSE_CHARS], "via": via}
+        )
+        attempts = getattr(current, "attempts", None)
+        last = attempts[-1] if isinstance(attempts, list | tuple) and attempts else None
+        if current.__cause__ is not None:
+            current, via = current.__cause__, "cause"
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, via = current.__context__, "context"
+        elif isinstance(last, BaseException):
+            current, via = last, "last attempt"
+        else:
+            current = None
     return out
 
 

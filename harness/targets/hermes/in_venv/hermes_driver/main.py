@@ -17,6 +17,7 @@ Usage::
 
     python -I harness/targets/hermes/in_venv SPEC.json   # or "-": one spec in, one JSON line out
     python -I harness/targets/hermes/in_venv --child     # the runner's child protocol (see below)
+    python -I harness/targets/hermes/in_venv --child --guard   # the same, hermes on harness.guard
 
 ``--child`` speaks the JSON-lines protocol of :mod:`harness.targets.base` on stdout
 (ready / run / started / result / exit), so the runner starts this script as the
@@ -96,7 +97,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from . import fresh, protocol, turns
+from . import deps, fresh, guard_hook, protocol, turns
 from . import spec as spec_mod
 
 
@@ -104,10 +105,10 @@ def main(argv: list[str]) -> int:
     # Keep the real stdout for our one result line; hermes prints spinners and
     # status lines to stdout, so fd 1 is pointed at stderr for the rest of the run.
     result_out = protocol.claim_stdout()
-    if argv[1:] == ["--child"]:
+    if argv[1:] in (["--child"], ["--child", "--guard"]):
         home = tempfile.mkdtemp(prefix="hermes-home-")
         try:
-            return _child(result_out, home)
+            return _child(result_out, home, guard="--guard" in argv)
         finally:
             shutil.rmtree(home, ignore_errors=True)
     t_start = time.monotonic()
@@ -131,13 +132,22 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _child(proto: TextIO, home: str) -> int:
+def _child(proto: TextIO, home: str, *, guard: bool = False) -> int:
     """The runner's child protocol: prepare, ``ready``, jobs until ``exit``.
 
     Each job starts from the state the warm-up left (``fresh.Baseline``), so a
     reused child answers it as a fresh one would; a job after which that cannot be
-    vouched for declines reuse (the child then exits after it)."""
+    vouched for declines reuse (the child then exits after it). With ``guard``
+    (``hermes+guard``), hermes's clients are built on ``harness.guard`` through its
+    ``HERMES_HTTP_CLIENT_FACTORY`` hook (``guard_hook``), with each job's deadlines."""
+    missing = deps.missing_line()
+    if missing is not None:  # hermes would pip-install it mid-case: refuse, in one line
+        protocol.send(proto, {"event": "fatal", "error": "HermesWouldInstall", "message": missing})
+        return 1
+    hook = guard_hook if guard else None
     try:
+        if hook is not None:
+            hook.install()  # before the warm-up: the guard's imports are in the baseline
         turns.prepare_home(home, {})
         os.environ["HERMES_HOME"] = home
         turns.warm_up()
@@ -152,6 +162,8 @@ def _child(proto: TextIO, home: str) -> int:
         except (spec_mod.SpecError, ValueError, KeyError, TypeError) as exc:
             return {"status": "skipped", "message": str(exc)}
         baseline.restore()
+        if hook is not None:
+            hook.configure(spec["settings"], spec["time_scale"])
         turns.prepare_home(home, spec["config"])
         os.environ.update(spec["env"])
         events: list[list[Any]] = []

@@ -203,6 +203,9 @@ def parse_spec(raw: Any) -> dict[str, Any]:
         "env": env,
         "config": config,
         "hermes_home": home,
+        # the reference-client settings as given (hermes+guard gives them to the guard)
+        "settings": dict(settings),
+        "time_scale": float(time_scale),
     }
 
 

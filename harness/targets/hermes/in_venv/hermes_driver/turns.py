@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import tool
+from .causes import watching
 from .protocol import MAX_MESSAGE_CHARS, describe_exception
 from .spec import DEFAULT_API_KEY, DEFAULT_CONTEXT_LENGTH, DEFAULT_MODEL, merge
 
@@ -45,6 +46,8 @@ __all__ = [
 PINNED_CONFIG: dict[str, Any] = {
     "model": {"context_length": DEFAULT_CONTEXT_LENGTH},
     "agent": {"environment_probe": False},
+    # hermes's own switch: never pip-install a provider SDK mid-case (deps).
+    "security": {"allow_lazy_installs": False},
 }
 
 DRIVER_VERSION = 1
@@ -147,6 +150,12 @@ def protocol_result(run: dict[str, Any]) -> dict[str, Any]:
     the server saw (``RequestRecord.t_start``) can be attributed to their turn."""
     details = {k: run.get(k) for k in ("hermes_version", "api_mode", "transport", "env", "environ")}
     details["turns"] = [{k: t.get(k) for k in _TURN_DETAILS} for t in run["turns"]]
+    caught = next((t["caught"] for t in reversed(run["turns"]) if t.get("caught")), None)
+    if caught:
+        details["caught"] = caught
+    claims = [t["claim"] for t in run["turns"] if t.get("claim")]
+    if claims:
+        details["attempts_claimed_by"] = "hermes log: " + "; ".join(claims)
     count = len(run["turns"])
     turn = next((t for t in run["turns"] if not _clean(t)), run["turns"][-1])
     where = f"turn {turn['index'] + 1}/{count}: " if count > 1 and not _clean(turn) else ""
@@ -187,7 +196,7 @@ def protocol_result(run: dict[str, Any]) -> dict[str, Any]:
         "status": "returned",
         "text": turn["text"] or "",
         "finish_reason": _finish_reason(turn),
-        "attempts": turn["api_calls"],
+        "attempts": _attempts(run["turns"]),
         "texts": [t["text"] or "" for t in run["turns"]],
         "details": details,
         "message": where,
@@ -238,6 +247,19 @@ def failure(exc: BaseException, t_start: float, *, kind: str) -> dict[str, Any]:
     }
 
 
+def _attempts(turns: list[dict[str, Any]]) -> int | None:
+    """The requests hermes says it made over all turns: its API calls, where a call it
+    gave up on counts the attempts it logged ("failed after 3 retries"); None when a
+    turn does not say."""
+    total = 0
+    for turn in turns:
+        calls, claimed = turn.get("api_calls"), turn.get("claimed_attempts")
+        if not isinstance(calls, int):
+            return None
+        total += calls if claimed is None else max(calls - 1, 0) + claimed
+    return total
+
+
 def _clean(turn: dict[str, Any]) -> bool:
     return turn["exception"] is None and not turn["failed"] and _finish_reason(turn) == "stop"
 
@@ -256,10 +278,11 @@ def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
     before = len(tool.executed())
     result: dict[str, Any] = {}
     exception = None
-    try:
-        result = agent.run_conversation(message) or {}
-    except BaseException as exc:  # KeyboardInterrupt included: report what hermes raised
-        exception = describe_exception(exc)
+    with watching(type(agent)) as watch:
+        try:
+            result = agent.run_conversation(message) or {}
+        except BaseException as exc:  # KeyboardInterrupt included: report what hermes raised
+            exception = describe_exception(exc)
     t1 = time.monotonic()
     text = result.get("final_response")
     return {
@@ -276,6 +299,10 @@ def _run_turn(agent: Any, index: int, message: str) -> dict[str, Any]:
         "api_calls": result.get("api_calls"),
         "exception": exception,
         "tool_calls": [c["arguments"] for c in tool.executed()[before:]],
+        # what hermes caught and turned into its reply, and the attempts it says it made
+        "caught": watch.caught,
+        "claimed_attempts": watch.claimed,
+        "claim": watch.claim,
         "t_start": t0,
         "t_end": t1,
         "elapsed_s": t1 - t0,

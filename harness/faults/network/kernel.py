@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.faults import FaultSpecError
-from harness.netem.trigger import Trigger, parse_trigger
+from harness.faults.network.trigger import Trigger, parse_trigger
 
 __all__ = [
     "SHAPES",
@@ -69,7 +69,7 @@ class KeepaliveSettings:
 @dataclass(frozen=True)
 class KernelSettings:
     """A kernel dead-peer scenario. ``cut_at``: when the link goes down (a server
-    timeline point, :mod:`harness.netem.trigger`); ``shape``: ``waiting`` (the client
+    timeline point, :mod:`harness.faults.network.trigger`); ``shape``: ``waiting`` (the client
     only reads when the path dies) or ``in_flight`` (the path dies, then the client
     writes a request on its pooled connection); ``keepalive`` / ``user_timeout_s``:
     the probe client's socket options (None: off)."""

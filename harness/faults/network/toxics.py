@@ -19,7 +19,7 @@ Attribute names and units are Toxiproxy's own (README, "Toxics")::
 
 ``stream`` is ``downstream`` (server -> client, default) or ``upstream``; ``toxicity``
 is the probability (0..1) a connection gets the toxic; ``at`` says when it is added
-(``start`` or a server timeline point, see :mod:`harness.netem.trigger`). Time
+(``start`` or a server timeline point, see :mod:`harness.faults.network.trigger`). Time
 attributes (ms, us) scale with ``time_scale`` via :meth:`Toxic.scaled`.
 
 Not here: the Toxiproxy server and its proxies (``harness.netem.toxiproxy``).
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.faults import FaultSpecError
-from harness.netem.trigger import Trigger, parse_trigger
+from harness.faults.network.trigger import Trigger, parse_trigger
 
 __all__ = ["STREAMS", "TOXIC_TYPES", "Toxic", "toxic_from_dict"]
 

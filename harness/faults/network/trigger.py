@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.faults import FaultSpecError
+from harness.vocab.apis import LLM_PATHS
 
 __all__ = ["TRIGGERS", "Trigger", "parse_trigger", "wait_for_trigger"]
 
@@ -43,8 +44,6 @@ TRIGGERS: dict[str, str | None] = {
     "done": "response_done",
 }
 _ALLOWED = "start, accept, request, request:N, headers, event:N, done:N (N >= 1)"
-#: The request paths that are LLM calls (what per-request points count).
-LLM_PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages"})
 #: Server timeline kinds that belong to one request (filtered to LLM requests).
 _PER_REQUEST = frozenset({"request_read", "headers_sent", "event_sent", "response_done"})
 

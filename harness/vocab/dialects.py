@@ -1,5 +1,10 @@
 """Dialect profiles: the healthy reply in the shape of one real server.
 
+The one registry of dialects: the fault script's ``dialect`` field accepts the names of
+:data:`PROFILES` (``harness.faults.script.DIALECTS`` is derived from it) and the fault
+server's payload builders read the knobs. Adding a dialect is one entry of
+:data:`PROFILES`; its ``apis`` say which APIs it shapes.
+
 Each profile is a set of *benign* variations a correct client must accept, taken from
 the provider's public documentation and from the official SDKs' own test fixtures
 (sources cited per profile). The payload builders (``payloads/``) read the knobs; a
@@ -14,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DIALECT_APIS", "PROFILES", "REFERENCE", "Dialect", "dialect_for"]
+__all__ = ["DIALECTS", "DIALECT_APIS", "PROFILES", "REFERENCE", "Dialect", "dialect_for"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,8 @@ class Dialect:
     """Knobs of one server's streaming shape (see each profile's ``sources``)."""
 
     name: str
+    #: The APIs this profile shapes; elsewhere the API's reference shape is used.
+    apis: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     #: chat: extra top-level fields of every chunk (system_fingerprint, provider, ...)
     chunk_extra: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +67,7 @@ REFERENCE = Dialect(name="reference")
 PROFILES: dict[str, Dialect] = {
     "openai": Dialect(
         name="openai",
+        apis=("chat", "responses"),
         sources=(
             "OpenAI API reference, 'The chat completion chunk object' (service_tier,"
             " system_fingerprint, usage null on every chunk, a usage chunk with empty"
@@ -78,6 +86,7 @@ PROFILES: dict[str, Dialect] = {
     ),
     "openrouter": Dialect(
         name="openrouter",
+        apis=("chat",),
         sources=(
             "OpenRouter API reference, Streaming: 'OpenRouter occasionally sends comments"
             " to prevent connection timeouts ... : OPENROUTER PROCESSING'; errors that occur"
@@ -95,6 +104,7 @@ PROFILES: dict[str, Dialect] = {
     ),
     "vllm": Dialect(
         name="vllm",
+        apis=("chat",),
         sources=(
             "vllm-project/vllm vllm/entrypoints/openai/chat_completion/protocol.py:"
             " ChatCompletionStreamResponse (usage null, system_fingerprint only on the"
@@ -110,6 +120,7 @@ PROFILES: dict[str, Dialect] = {
     ),
     "anthropic": Dialect(
         name="anthropic",
+        apis=("messages",),
         sources=(
             "Anthropic Messages streaming: event types, ping, message_delta usage"
             " https://docs.anthropic.com/en/docs/build-with-claude/streaming",
@@ -123,13 +134,10 @@ PROFILES: dict[str, Dialect] = {
     ),
 }
 
-#: Which APIs each profile speaks; elsewhere the API's reference shape is used.
-DIALECT_APIS = {
-    "openai": ("chat", "responses"),
-    "openrouter": ("chat",),
-    "vllm": ("chat",),
-    "anthropic": ("messages",),
-}
+#: The dialect names a fault script may give (None there: the API's own shape).
+DIALECTS: tuple[str, ...] = tuple(PROFILES)
+#: Which APIs each profile speaks.
+DIALECT_APIS: dict[str, tuple[str, ...]] = {name: d.apis for name, d in PROFILES.items()}
 
 
 def dialect_for(name: str | None, api: str) -> Dialect:

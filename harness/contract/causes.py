@@ -1,0 +1,113 @@
+"""The facts a verdict cites besides the outcome: the cause chain, the reply, the wire.
+
+- :func:`cause_chain`: the exception chain of an error outcome (``{type, message, via}``
+  per exception, the error itself first), from a raised report's ``chain``, or from
+  ``details.caught`` -- the exception a client caught and turned into something else
+  (hermes's "API call failed after 3 retries: Connection error." reply). Bounded
+  (:data:`MAX_CHAIN`, :data:`MAX_CHAIN_MESSAGE_CHARS`) and redacted
+  (``harness.record.redact``: key-shaped tokens, Bearer credentials).
+- :func:`reply_text`: the text the call returned, bounded and redacted, for reports.
+- :func:`wire_attempts`: how many attempts reached the server's wire, for the
+  ``accounting`` check (a client that claims 3 attempts when 1 reached the server
+  counts retries it never made).
+
+Pure functions over the target's report and the server's records and timeline.
+
+Not here: the child side (``harness.targets.runtime.protocol.describe_chain``), the checks
+(``harness.contract.verdict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.record.redact import redact_text
+
+__all__ = [
+    "MAX_CHAIN",
+    "MAX_CHAIN_MESSAGE_CHARS",
+    "MAX_REPLY_CHARS",
+    "cause_chain",
+    "reply_text",
+    "wire_attempts",
+]
+
+#: Exceptions kept per chain (the error and what it came from), and characters each.
+MAX_CHAIN = 6
+MAX_CHAIN_MESSAGE_CHARS = 200
+#: Characters of the returned text kept in the reports.
+MAX_REPLY_CHARS = 500
+
+
+def cause_chain(
+    report: Mapping[str, Any] | None, *, secrets: Sequence[str] = ()
+) -> tuple[dict[str, str], ...]:
+    """The exception chain behind the case's outcome (empty when there is none)."""
+    if not report:
+        return ()
+    raw: Any = report.get("chain") if report.get("status") in ("raised", "crashed") else None
+    if not raw and report.get("status") in ("raised", "crashed"):
+        # a child that reports no chain (an older driver, a crash): what it did say
+        raw = [
+            {"type": str(report.get("error") or ""), "message": str(report.get("message") or "")}
+        ]
+        raw += [_from_text(c) for c in report.get("causes") or ()]
+    caught = list((report.get("details") or {}).get("caught") or ())
+    if not raw:
+        raw = caught
+    elif caught and caught[0] not in raw:
+        # a wrapper the target raised over what its client caught (hermes's HermesNoReply)
+        raw = [*raw, *({**c, "via": "caught"} if i == 0 else c for i, c in enumerate(caught))]
+    out = []
+    for item in list(raw)[:MAX_CHAIN]:
+        if not isinstance(item, Mapping):
+            item = _from_text(str(item))
+        out.append(
+            {
+                "type": str(item.get("type") or "?")[:80],
+                "message": redact_text(str(item.get("message") or ""), secrets)[
+                    :MAX_CHAIN_MESSAGE_CHARS
+                ],
+                "via": str(item.get("via") or ("raised" if not out else "cause")),
+            }
+        )
+    return tuple(out)
+
+
+def reply_text(report: Mapping[str, Any] | None, *, secrets: Sequence[str] = ()) -> str | None:
+    """The returned text (None: the call did not return), bounded and redacted."""
+    if not report or report.get("status") != "returned":
+        return None
+    text = redact_text(str(report.get("text") or ""), secrets)
+    if len(text) > MAX_REPLY_CHARS:
+        return text[:MAX_REPLY_CHARS] + f"... ({len(text)} characters)"
+    return text
+
+
+def wire_attempts(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> int:
+    """Attempts that reached the server: each LLM request it read, plus one for each
+    connection that carried none (a fault at accept, an upload stalled before the head)
+    or that the server closed (a client may have written its next attempt onto it)."""
+    with_request = {getattr(r, "connection", None) for r in records}
+    conns = {e.get("conn") for e in timeline if e.get("conn") is not None}
+    empty = {c for c in conns if c not in with_request}
+    return len(records) + len(empty) + len(_closed_by_server(timeline) & with_request)
+
+
+def _closed_by_server(timeline: Sequence[Mapping[str, Any]]) -> set[Any]:
+    """Connections the server closed first (not after the client's own FIN or RST)."""
+    peer_first: set[Any] = set()
+    closed: set[Any] = set()
+    for e in timeline:
+        conn, kind = e.get("conn"), e.get("kind")
+        if kind in ("peer_closed", "peer_reset"):
+            peer_first.add(conn)
+        elif kind == "closed" and conn not in peer_first:
+            closed.add(conn)
+    return closed
+
+
+def _from_text(text: str) -> dict[str, str]:
+    kind, sep, message = str(text).partition(": ")
+    return {"type": kind, "message": message} if sep else {"type": "", "message": text}

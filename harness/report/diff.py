@@ -1,0 +1,352 @@
+"""``harness report diff``: what changed between two JSON reports (a base and a head run).
+
+Per case (target x scenario) it compares the contract verdict, the failed checks, the
+outcome, the server's request count and the latency, and sorts every difference into
+one of three groups:
+
+    regression   the verdict got worse (pass > safe > fail), or a check failed that the
+                 base did not fail
+    fix          the verdict got better, with no check newly failed
+    change       anything else that differs: the outcome, the requests, the latency
+                 beyond noise, checks no longer failed under the same verdict, a case
+                 run on one side only or not run (skipped) on one side
+
+Latency is noise unless it moved by more than ``latency_noise_s`` *and* by more than
+``latency_noise_ratio`` of the smaller of the two (a retry's jittered backoff moves a
+hermes case by seconds); it is not compared at all when the two runs used different time
+scales. A case either report marks ``flaky`` (``harness run --repeat``) has its
+outcome and latency differences left out; its verdict and checks still count.
+
+When each report holds exactly one target and the names differ (``hermes`` against
+``hermes+guard``), cases are paired by scenario alone.
+
+Reports are read as plain JSON, field by field: a field this module does not know is
+ignored, a missing one is unknown (never a difference), so reports written by older or
+newer runs compare. A file that is not a harness JSON report is a :class:`ReportError`.
+
+Not here: rendering (``harness.report.diff_markdown``), the command (``harness.cli.reports``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.report.common import fmt_seconds
+from harness.report.json_report import FORMAT, ReportError
+
+__all__ = [
+    "DEFAULT_LATENCY_NOISE_RATIO",
+    "DEFAULT_LATENCY_NOISE_S",
+    "DIFF_FORMAT",
+    "FAIL_ON",
+    "GROUPS",
+    "CaseDelta",
+    "CaseSide",
+    "ReportDiff",
+    "diff_files",
+    "diff_reports",
+    "load_report",
+]
+
+DIFF_FORMAT = 1
+GROUPS = ("regression", "fix", "change")
+#: ``--fail-on`` choices: the groups that make ``harness report diff`` exit 1.
+FAIL_ON: dict[str, tuple[str, ...]] = {
+    "regression": ("regression",),
+    "change": ("regression", "change"),
+    "any": GROUPS,
+    "never": (),
+}
+#: A latency difference under this many seconds is noise, whatever the ratio.
+DEFAULT_LATENCY_NOISE_S = 1.0
+#: ...and so is one under this share of the smaller latency.
+DEFAULT_LATENCY_NOISE_RATIO = 0.5
+_VERDICT_RANK = {"fail": 0, "safe": 1, "pass": 2}
+#: Outcome kinds that mean the case was not run: nothing to compare it with.
+_NOT_RUN = frozenset({"skipped", "not_applicable"})
+
+
+@dataclass(frozen=True)
+class CaseSide:
+    """One report's view of one case: only the fields the diff compares."""
+
+    verdict: str | None
+    failed_checks: tuple[str, ...]
+    outcome: str | None
+    outcome_kind: str | None
+    requests: int | None
+    latency_s: float | None
+    flaky: bool
+    message: str
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> CaseSide:
+        outcome = entry.get("outcome")
+        outcome = outcome if isinstance(outcome, Mapping) else {}
+        label = entry.get("actual")
+        kind = outcome.get("kind")
+        if not isinstance(label, str):
+            label = kind if isinstance(kind, str) else None
+        verdict = entry.get("verdict")
+        checks = entry.get("failed_checks")
+        return cls(
+            verdict=verdict if verdict in _VERDICT_RANK else None,
+            failed_checks=tuple(c for c in checks if isinstance(c, str))
+            if isinstance(checks, list)
+            else (),
+            outcome=label,
+            outcome_kind=kind if isinstance(kind, str) else None,
+            requests=_int_or_none(entry.get("requests")),
+            latency_s=_float_or_none(entry.get("latency_s")),
+            flaky=bool(entry.get("flaky")),
+            message=str(entry.get("message") or "")[:300],
+        )
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome_kind not in _NOT_RUN
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "failed_checks": list(self.failed_checks),
+            "outcome": self.outcome,
+            "requests": self.requests,
+            "latency_s": self.latency_s,
+            "flaky": self.flaky,
+        }
+
+
+@dataclass(frozen=True)
+class CaseDelta:
+    """One case that differs: its group and what differs, one short line per fact."""
+
+    scenario: str
+    target: str
+    group: str
+    what: tuple[str, ...]
+    base: CaseSide | None
+    head: CaseSide | None
+    newly_failed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "target": self.target,
+            "group": self.group,
+            "what": list(self.what),
+            "newly_failed_checks": list(self.newly_failed),
+            "base": None if self.base is None else self.base.to_dict(),
+            "head": None if self.head is None else self.head.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class ReportDiff:
+    """Every case that differs, in (target, scenario) order, and how many did not."""
+
+    base_name: str
+    head_name: str
+    deltas: tuple[CaseDelta, ...]
+    unchanged: int
+    cases: int
+    notes: tuple[str, ...] = ()
+    targets: tuple[str, ...] = field(default=())
+
+    def group(self, name: str) -> list[CaseDelta]:
+        return [d for d in self.deltas if d.group == name]
+
+    def counts(self) -> dict[str, int]:
+        return {g: len(self.group(g)) for g in GROUPS}
+
+    def fails(self, fail_on: str = "regression") -> bool:
+        groups = FAIL_ON[fail_on]
+        return any(d.group in groups for d in self.deltas)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": DIFF_FORMAT,
+            "kind": "diff",
+            "base": self.base_name,
+            "head": self.head_name,
+            "targets": list(self.targets),
+            "summary": {**self.counts(), "unchanged": self.unchanged, "cases": self.cases},
+            "notes": list(self.notes),
+            "regressions": [d.to_dict() for d in self.group("regression")],
+            "fixes": [d.to_dict() for d in self.group("fix")],
+            "changes": [d.to_dict() for d in self.group("change")],
+        }
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """The raw JSON of one harness report; :class:`ReportError` naming the file if not."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: not a JSON report: {exc}") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != FORMAT
+        or not isinstance(data.get("results"), list)
+    ):
+        raise ReportError(
+            f"{path}: not a harness JSON report (format {FORMAT} with a results list)"
+        )
+    for i, entry in enumerate(data["results"]):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("scenario"), str)
+            and isinstance(entry.get("target"), str)
+        ):
+            raise ReportError(f"{path}: results[{i}] has no scenario and target names")
+    return data
+
+
+def diff_files(
+    base: str | Path,
+    head: str | Path,
+    *,
+    latency_noise_s: float = DEFAULT_LATENCY_NOISE_S,
+    latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
+) -> ReportDiff:
+    return diff_reports(
+        load_report(base),
+        load_report(head),
+        base_name=str(base),
+        head_name=str(head),
+        latency_noise_s=latency_noise_s,
+        latency_noise_ratio=latency_noise_ratio,
+    )
+
+
+def diff_reports(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    *,
+    base_name: str = "base",
+    head_name: str = "head",
+    latency_noise_s: float = DEFAULT_LATENCY_NOISE_S,
+    latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
+) -> ReportDiff:
+    """Compare two loaded reports (:func:`load_report`'s dicts)."""
+    base_cases, head_cases = _cases(base), _cases(head)
+    base_targets = sorted({t for t, _ in base_cases})
+    head_targets = sorted({t for t, _ in head_cases})
+    notes: list[str] = []
+    targets = tuple(dict.fromkeys(base_targets + head_targets))
+    if len(base_targets) == 1 and len(head_targets) == 1 and base_targets != head_targets:
+        # One target against another: pair by scenario, name the case by both.
+        pair = f"{base_targets[0]} → {head_targets[0]}"
+        base_cases = {(pair, s): c for (_, s), c in base_cases.items()}
+        head_cases = {(pair, s): c for (_, s), c in head_cases.items()}
+        targets = (pair,)
+    compare_latency = _scale(base) == _scale(head)
+    if not compare_latency:
+        notes.append(f"time scales differ ({_scale(base)} vs {_scale(head)}): latency not compared")
+    deltas = []
+    unchanged = 0
+    for key in sorted(set(base_cases) | set(head_cases)):
+        delta = _case_delta(
+            key,
+            base_cases.get(key),
+            head_cases.get(key),
+            latency=(latency_noise_s, latency_noise_ratio) if compare_latency else None,
+        )
+        if delta is None:
+            unchanged += 1
+        else:
+            deltas.append(delta)
+    return ReportDiff(
+        base_name=base_name,
+        head_name=head_name,
+        deltas=tuple(deltas),
+        unchanged=unchanged,
+        cases=unchanged + len(deltas),
+        notes=tuple(notes),
+        targets=targets,
+    )
+
+
+def _case_delta(
+    key: tuple[str, str],
+    base: CaseSide | None,
+    head: CaseSide | None,
+    *,
+    latency: tuple[float, float] | None,
+) -> CaseDelta | None:
+    target, scenario = key
+    if base is None or head is None:
+        side = "head" if base is None else "base"
+        return CaseDelta(scenario, target, "change", (f"only in {side}",), base, head)
+    if not (base.ran and head.ran):
+        if base.outcome == head.outcome:
+            return None
+        return CaseDelta(
+            scenario,
+            target,
+            "change",
+            (f"not run: `{base.outcome}` → `{head.outcome}`",),
+            base,
+            head,
+        )
+    what: list[str] = []
+    newly = tuple(c for c in head.failed_checks if c not in base.failed_checks)
+    gone = tuple(c for c in base.failed_checks if c not in head.failed_checks)
+    b_rank, h_rank = _VERDICT_RANK.get(base.verdict or ""), _VERDICT_RANK.get(head.verdict or "")
+    if base.verdict != head.verdict and None not in (b_rank, h_rank):
+        what.append(f"verdict {base.verdict} → {head.verdict}")
+    if newly:
+        what.append("newly failed: " + ", ".join(f"`{c}`" for c in newly))
+    if gone:
+        what.append("no longer failed: " + ", ".join(f"`{c}`" for c in gone))
+    noisy = base.flaky or head.flaky
+    if base.outcome != head.outcome and not noisy:
+        what.append(f"outcome `{base.outcome}` → `{head.outcome}`")
+    if None not in (base.requests, head.requests) and base.requests != head.requests:
+        what.append(f"requests {base.requests} → {head.requests}")
+    if latency is not None and not noisy and _latency_moved(base, head, *latency):
+        what.append(f"latency {fmt_seconds(base.latency_s)} → {fmt_seconds(head.latency_s)}")
+    if not what:
+        return None
+    if newly or (b_rank is not None and h_rank is not None and h_rank < b_rank):
+        group = "regression"
+    elif b_rank is not None and h_rank is not None and h_rank > b_rank:
+        group = "fix"
+    else:
+        group = "change"
+    if noisy:
+        what.append("flaky")
+    return CaseDelta(scenario, target, group, tuple(what), base, head, newly)
+
+
+def _latency_moved(base: CaseSide, head: CaseSide, floor_s: float, ratio: float) -> bool:
+    if base.latency_s is None or head.latency_s is None:
+        return False
+    moved = abs(head.latency_s - base.latency_s)
+    return moved > floor_s and moved > ratio * min(base.latency_s, head.latency_s)
+
+
+def _cases(report: Mapping[str, Any]) -> dict[tuple[str, str], CaseSide]:
+    return {(e["target"], e["scenario"]): CaseSide.from_entry(e) for e in report["results"]}
+
+
+def _scale(report: Mapping[str, Any]) -> Any:
+    scale = report.get("time_scale")
+    return tuple(scale) if isinstance(scale, list) else scale
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

@@ -1,0 +1,71 @@
+"""The Markdown of a :class:`~harness.report.diff.ReportDiff`, for a pull-request comment:
+one summary line, then a table per group (regressions, fixes, changes), each row the
+case, its base and head verdict and outcome, and what changed.
+
+Not here: computing the diff (``harness.report.diff``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.report.diff import CaseDelta, CaseSide, ReportDiff
+
+__all__ = ["render_diff_markdown", "write_diff_markdown"]
+
+_MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌"}
+_HEADINGS = {"regression": "Regressions", "fix": "Fixes", "change": "Other changes"}
+
+
+def render_diff_markdown(diff: ReportDiff, *, title: str = "Transport gate: base vs head") -> str:
+    counts = diff.counts()
+    mark = "❌" if counts["regression"] else "✅"
+    lines = [
+        f"## {title}",
+        "",
+        f"{mark} {_n(counts['regression'], 'regression')}, {_n(counts['fix'], 'fix', 'fixes')}, "
+        f"{_n(counts['change'], 'other change')}; {diff.unchanged} of {diff.cases} cases "
+        f"unchanged (targets: {', '.join(diff.targets) or '-'}).",
+    ]
+    lines += [f"_{note}_" for note in diff.notes]
+    for group in ("regression", "fix", "change"):
+        deltas = diff.group(group)
+        if not deltas:
+            continue
+        lines += [
+            "",
+            f"### {_HEADINGS[group]}",
+            "",
+            "| scenario | target | base | head | what changed |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [_row(d) for d in deltas]
+    lines += ["", f"<sub>base: `{diff.base_name}` · head: `{diff.head_name}`</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+def write_diff_markdown(path: str | Path, diff: ReportDiff, **kwargs: str) -> None:
+    Path(path).write_text(render_diff_markdown(diff, **kwargs), encoding="utf-8")
+
+
+def _row(delta: CaseDelta) -> str:
+    cells = [
+        f"`{delta.scenario}`",
+        delta.target,
+        _side(delta.base),
+        _side(delta.head),
+        "; ".join(delta.what),
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _side(side: CaseSide | None) -> str:
+    if side is None:
+        return "—"
+    verdict = side.verdict or "-"
+    checks = f" ({', '.join(side.failed_checks)})" if side.failed_checks else ""
+    return f"{_MARKS.get(verdict, '')} {verdict}{checks} `{side.outcome}`".strip()
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"

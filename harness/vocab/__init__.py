@@ -1,0 +1,17 @@
+"""The harness's vocabularies, each written once, below everything that uses it.
+
+One module per vocabulary; every other module imports its names from here and never
+writes them out again (the import contract puts this package under every other layer)::
+
+    apis.py       the provider APIs: name, request path, terminal and keep-alive events
+    dialects.py   the dialect profiles of real servers and which APIs each one speaks
+    statuses.py   the HTTP statuses a retry can fix, and those it cannot
+
+Where to add one (one edit in one module): an API is one :class:`~harness.vocab.apis.Api`
+row in ``apis.API_TABLE``; a dialect is one entry of ``dialects.PROFILES`` (its ``apis``
+field says which APIs it shapes); a retryable status is one number in
+``statuses.RETRYABLE_STATUSES``. A fault action's traits are not here: they are class
+attributes of the action (``harness.faults.base.Action``).
+
+This package imports nothing from the rest of ``harness``.
+"""

@@ -1,0 +1,40 @@
+"""``harness run`` never passes with nothing run (issue 24): a named target that cannot
+run here is one line before any case, exit 2; a run where no case ran exits 2 naming why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import EXIT_INPUT, main
+
+UNINSTALLED = "tests.runner.causes_double:UninstalledTarget"
+
+
+def test_a_target_that_cannot_run_here_is_one_line_and_exit_2(tmp_path: Path, capsys):
+    (tmp_path / "a.toml").write_text('name = "a"\nsummary = "healthy"\n')
+    code = main(["run", "--scenarios-dir", str(tmp_path), "-t", UNINSTALLED, "--quiet"])
+    captured = capsys.readouterr()
+    assert code == EXIT_INPUT
+    lines = captured.err.strip().splitlines()
+    assert lines == [
+        f"harness: error: --target {UNINSTALLED} cannot run here: uninstalled-client is not "
+        "installed in .cache/uninstalled-venv; install it with: pip install uninstalled-client"
+    ]
+    assert "as expected" not in captured.out  # no case ran, no summary
+
+
+@pytest.mark.timeout(60)
+def test_a_run_where_no_case_ran_exits_2_naming_why(tmp_path: Path, capsys):
+    # a Messages scenario against the bare OpenAI SDK: not applicable, so nothing runs
+    (tmp_path / "m.toml").write_text(
+        'name = "m"\nsummary = "m"\napi = "messages"\n[expected]\nopenai-sdk = "not_applicable"\n'
+    )
+    code = main(["run", "--scenarios-dir", str(tmp_path), "-t", "openai-sdk", "--quiet"])
+    captured = capsys.readouterr()
+    assert code == EXIT_INPUT
+    assert "0/0 cases as expected" in captured.out and "1 not run" in captured.out
+    assert captured.err.strip().endswith(
+        "no case ran: 1 not applicable: the target does not speak the scenario's API"
+    )
