@@ -71,6 +71,12 @@ class SSEDecoder:
         self._retry: int | None = None
         self._has_fields = False
 
+    @property
+    def idle(self) -> bool:
+        """Between events: no partial line buffered and no event half-read (a reader
+        that recognises whole events itself may take over from here)."""
+        return not self._buf and not self._has_fields and not self._data
+
     def feed(self, chunk: bytes) -> list[Event | Comment]:
         self._buf = self._buf + chunk if self._buf else chunk
         out: list[Event | Comment] = []

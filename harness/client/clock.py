@@ -47,8 +47,8 @@ class Clock(Protocol):
 class MonotonicClock:
     """The real clock: ``time.monotonic`` (the default event loop's clock too)."""
 
-    def now(self) -> float:
-        return time.monotonic()
+    #: ``time.monotonic`` itself, not a method around it: read once per stream event
+    now = staticmethod(time.monotonic)
 
     def wait(self, cond: threading.Condition, until: float | None) -> None:
         if until is None:

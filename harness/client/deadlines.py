@@ -91,27 +91,28 @@ class DeadlineState:
 
     def content(self, t: float) -> bool:
         """Progress: a content-bearing event (or non-whitespace body bytes)."""
-        if not self.in_attempt:
-            return False
-        first = self.first_byte(t)
-        self.last_activity_at = t
-        self.last_content_at = t
-        return first
+        return self.activity("content", t)
 
     def comment(self, t: float) -> bool:
         """Keep-alive traffic: never progress; activity only if ``idle_counts_comments``."""
-        if not self.in_attempt or not self.settings.idle_counts_comments:
-            return False
-        first = self.first_byte(t)
-        self.last_activity_at = t
-        return first
+        return self.activity("comment", t)
 
     def activity(self, kind: str | None, t: float) -> bool:
-        """``content`` or ``comment`` by name (None: nothing complete arrived yet)."""
-        if kind == "content":
-            return self.content(t)
+        """``content`` or ``comment`` by name (None: nothing complete arrived yet). Once
+        per event on every stream, so plain stores only: one call, no helpers."""
+        if not self.in_attempt or kind is None:
+            return False
         if kind == "comment":
-            return self.comment(t)
+            if not self.settings.idle_counts_comments:
+                return False
+        elif kind == "content":
+            self.last_content_at = t
+        else:
+            return False
+        self.last_activity_at = t
+        if self.first_byte_at is None:
+            self.first_byte_at = t
+            return True
         return False
 
     def done(self, t: float) -> None:

@@ -72,6 +72,7 @@ class _Enforcer:
         self._cancelled = False
         #: (deadline, clock time it was acted on) for every fire, in order.
         self.fired: list[tuple[Deadline, float]] = []
+        self.now = self.clock.now  # type: ignore[method-assign]  # once per stream event
         self._setup()
 
     def _setup(self) -> None:
@@ -125,10 +126,10 @@ class _Enforcer:
         self._event(self.state.first_byte)
 
     def content(self) -> None:
-        self._event(self.state.content)
+        self.report("content")
 
     def comment(self) -> None:
-        self._event(self.state.comment)
+        self.report("comment")
 
     def next_deadline(self) -> Deadline | None:
         with self._guard():
@@ -144,11 +145,15 @@ class _Enforcer:
             return self.describe(self.state, self.now())
 
     def report(self, kind: str | None) -> None:
-        """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet)."""
-        if kind == "content":
-            self.content()
-        elif kind == "comment":
-            self.comment()
+        """One activity by name: ``"content"``, ``"comment"`` or None (nothing yet).
+
+        Once per stream event, so no lock: the state's activity fields are plain stores
+        (atomic under the GIL) that only move deadlines later, which the thread finds
+        when it wakes; only the first activity, which can move the earliest deadline
+        earlier, takes the guard to re-arm."""
+        if kind is not None and self.state.activity(kind, self.now()):
+            with self._guard():
+                self._rearm()
 
     def _event(self, apply: Callable[[float], bool]) -> None:
         """Apply one event; re-arm only if the earliest deadline may have moved earlier
@@ -210,6 +215,17 @@ class Watchdog(_Enforcer):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._one_attempt = False
+        self._on_exit: Callable[[], None] | None = None
+        #: set when the thread has exited (after ``on_exit``); never set if never started
+        self.exited = threading.Event()
+
+    def one_attempt(self, on_exit: Callable[[], None] | None = None) -> Watchdog:
+        """The thread ends with its one attempt (fired or ended) and runs ``on_exit`` as
+        it exits, outside the lock: ``harness.guard``'s watchdog serves one request, and
+        nothing of it may outlive that request. Call before :meth:`start`."""
+        self._one_attempt, self._on_exit = True, on_exit
+        return self
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -224,7 +240,7 @@ class Watchdog(_Enforcer):
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="harness-watchdog", daemon=True)
+            self._thread = threading.Thread(target=self._main, name="harness-watchdog", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -260,9 +276,19 @@ class Watchdog(_Enforcer):
 
     # ------------------------------------------------------------------ the thread
 
+    def _main(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self._on_exit is not None:
+                self._on_exit()
+            self.exited.set()
+
     def _run(self) -> None:
         with self._cond:
             while not self._stopped:
+                if self._token is None and self._one_attempt and self.state.attempt:
+                    return  # its one attempt is over: nothing left to enforce
                 deadline = self.state.next_deadline() if self._token is not None else None
                 if deadline is None:
                     self.clock.wait(self._cond, None)

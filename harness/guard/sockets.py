@@ -4,7 +4,7 @@ A guarded client shares one connection pool between requests (and threads), so a
 abort must reach the one socket serving *this* request -- also before its response
 exists (no first byte yet) and on a reused pooled connection, where no connect event
 fires. The guard therefore wraps the pool's network backend: every network stream it
-hands out is a :class:`BoundStream`, which on each read or write binds itself to the
+hands out is a :class:`BoundStream`, which on each write binds itself to the
 request running in the current context (:data:`CURRENT`, a ``ContextVar``: per thread
 in sync code, per task in async code). The transport sets :data:`CURRENT` only while
 the pool sends the request and reads its headers; the body's reads need no binding
@@ -72,16 +72,16 @@ def install(transport: Any, *, is_async: bool) -> None:
 
 
 class BoundStream:
-    """A network stream that binds itself to the current request on every I/O call."""
+    """A network stream that binds itself to the current request on every write.
+
+    A request's first I/O on a connection, new or pooled, is writing itself (HTTP/1.1:
+    the request goes out before its response is read), so binding on writes reaches
+    every request; reads go straight to the inner stream (``read`` is the inner
+    stream's own method: no lookup per body read)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        binding = CURRENT.get()
-        if binding is not None:
-            binding.bind(self)
-        return self._inner.read(max_bytes, timeout)
+        self.read = inner.read
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         binding = CURRENT.get()
@@ -101,12 +101,6 @@ class BoundStream:
 
 class AsyncBoundStream(BoundStream):
     """The asyncio twin of :class:`BoundStream`."""
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[override]
-        binding = CURRENT.get()
-        if binding is not None:
-            binding.bind(self)
-        return await self._inner.read(max_bytes, timeout)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # type: ignore[override]
         binding = CURRENT.get()

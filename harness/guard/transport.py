@@ -20,7 +20,9 @@ Not here: what bytes mean (``watch.py``), which socket (``sockets.py``), error c
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import sys
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
@@ -35,7 +37,8 @@ from harness.client.settings import ClientSettings
 from harness.client.tokens import AttemptToken
 from harness.client.watchdog import AsyncWatchdog, Watchdog
 from harness.guard.errors import guard_error, library_of
-from harness.guard.sockets import CURRENT, Binding, install
+from harness.guard.request import EXTENSION, GuardedRequest
+from harness.guard.sockets import CURRENT, install
 from harness.guard.watch import Watch
 
 __all__ = ["AsyncGuardTransport", "GuardTransport"]
@@ -60,6 +63,8 @@ class _Face:
             inner = cls(socket_options=options)
         install(inner, is_async=is_async)
         self.inner = inner
+        #: requests whose watchdog or connection is still held (the client's close ends them)
+        self.live: set[GuardedRequest] = set()
 
     def _watch(self, request: Any) -> Watch:
         return Watch.for_request(request.url.path, request.headers, self.settings)
@@ -121,17 +126,20 @@ class GuardTransport(_Face):
 
     def handle_request(self, request: Any) -> Any:
         watch = self._watch(request)
+        held = GuardedRequest(self.live)
         wd = Watchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
+        wd.one_attempt(on_exit=held.watchdog_over)
         wd.start()
-        binding = Binding()
-        token = wd.start_attempt(binding.abort)
+        token = wd.start_attempt(held.abort)
+        held.arm(wd, token)
         self._clamp(request, wd)
-        reset = CURRENT.set(binding)
+        reset = CURRENT.set(held.binding)
         try:
             response = self.inner.handle_request(request)
         except Exception as exc:
             err = self._failed(watch, exc, token, wd, request)
             _stop(wd, token)
+            held.connection_released()  # no body: the pool closed or kept it
             if err is exc:
                 raise
             raise err from err.__cause__
@@ -139,10 +147,18 @@ class GuardTransport(_Face):
             CURRENT.reset(reset)
         self._head(response, watch, wd)
         body = _stream_class(_Body, self.http.SyncByteStream)
-        response.stream = body(self, response.stream, watch, wd, token, request)
+        response.stream = body(self, response.stream, watch, held, request)
+        response.extensions[EXTENSION] = held
         return response
 
     def close(self) -> None:
+        """Close the client: every request still held ends now (watchdog, connection)."""
+        for held in list(self.live):
+            wd = held.watchdog
+            wd.end_attempt(held.token)
+            held.binding.abort()  # a read blocked in another thread wakes and closes its own
+            held.reap()
+            wd.stop()
         self.inner.close()
 
     def __enter__(self) -> GuardTransport:
@@ -156,30 +172,60 @@ class _Body:
     """The sync response body: passed through unchanged, watched on the way."""
 
     def __init__(
-        self, face: _Face, inner: Any, watch: Watch, wd: Watchdog, token: AttemptToken, request: Any
+        self, face: _Face, inner: Any, watch: Watch, held: GuardedRequest, request: Any
     ) -> None:
         self._face, self._inner, self._watch = face, inner, watch
-        self._wd, self._token, self._request = wd, token, request
+        self._held, self._request = held, request
+        held.attach(self._close_connection)
 
     def __iter__(self) -> Iterator[bytes]:
-        wd, watch = self._wd, self._watch
+        held, watch = self._held, self._watch
+        wd, token = held.watchdog, held.token
+        receive, report = watch.receive, wd.report
         try:
-            for chunk in self._inner:
-                wd.report(watch.receive(chunk))
-                yield chunk
+            # ``reading`` brackets each read and ``reaped`` is checked after setting it
+            # and after each read (request.py says why): a body left suspended at its
+            # ``yield`` is never inside a read when the watchdog closes its connection
+            held.reading = True
+            if not held.reaped:
+                for chunk in self._inner:
+                    held.reading = False
+                    if held.reaped:
+                        break
+                    kind = receive(chunk)
+                    if kind is not None:
+                        report(kind)
+                    yield chunk
+                    held.reading = True
+                    if held.reaped:
+                        break
+            held.reading = False
         except Exception as exc:
-            err = self._face._failed(watch, exc, self._token, wd, self._request)
+            held.reading = False
+            err = self._face._failed(watch, exc, token, wd, self._request)
+            wd.end_attempt(token)
+            held.close_connection()
             if err is exc:
                 raise
             raise err from err.__cause__
-        typed = watch.end(self._token, wd.elapsed_s())
+        wd.end_attempt(token)  # the body is over: its watchdog thread exits now
+        if held.reaped:
+            held.close_connection()
+        typed = watch.end(token, wd.elapsed_s())
         if typed is not None:
             err = self._face._error(typed, None, self._request)
             raise err from typed
 
     def close(self) -> None:
-        _stop(self._wd, self._token)
-        self._inner.close()
+        held = self._held
+        _stop(held.watchdog, held.token)
+        held.close_connection()
+
+    def _close_connection(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._held.connection_released()
 
 
 class AsyncGuardTransport(_Face):
@@ -193,19 +239,23 @@ class AsyncGuardTransport(_Face):
         inner: Any = None,
     ) -> None:
         super().__init__(settings=settings, http=http, inner=inner, is_async=True)
+        #: connection closes scheduled by a fired deadline (kept until they have run)
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def handle_async_request(self, request: Any) -> Any:
         watch = self._watch(request)
+        held = GuardedRequest(self.live)
         wd = AsyncWatchdog(self._state(watch, _CLOCK.now()), clock=_CLOCK)
-        binding = Binding()
-        token = wd.start_attempt(binding.abort)
+        token = wd.start_attempt(functools.partial(self._abort, held))
+        held.arm(wd, token)
         self._clamp(request, wd)
-        reset = CURRENT.set(binding)
+        reset = CURRENT.set(held.binding)
         try:
             response = await self.inner.handle_async_request(request)
         except Exception as exc:
             err = self._failed(watch, exc, token, wd, request)
-            wd.end_attempt(token)
+            _end(held)
+            held.connection_released()  # no body: the pool closed or kept it
             if err is exc:
                 raise
             raise err from err.__cause__
@@ -213,10 +263,18 @@ class AsyncGuardTransport(_Face):
             CURRENT.reset(reset)
         self._head(response, watch, wd)
         body = _stream_class(_AsyncBody, self.http.AsyncByteStream)
-        response.stream = body(self, response.stream, watch, wd, token, request)
+        response.stream = body(self, response.stream, watch, held, request)
+        response.extensions[EXTENSION] = held
         return response
 
     async def aclose(self) -> None:
+        """Close the client: every request still held ends now (timer, connection)."""
+        for held in list(self.live):
+            _end(held)
+            held.binding.abort()
+            held.reap()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
         await self.inner.aclose()
 
     async def __aenter__(self) -> AsyncGuardTransport:
@@ -225,41 +283,73 @@ class AsyncGuardTransport(_Face):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    def _abort(self, held: GuardedRequest) -> None:
+        """A deadline fired (on the loop): the timer is spent, the body is reaped."""
+        held.abort()
+        held.watchdog_over()
+
+    def _schedule_close(self, inner: Any, held: GuardedRequest) -> None:
+        task = asyncio.get_running_loop().create_task(_aclose(inner, held))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
 
 class _AsyncBody:
     """The async response body: passed through unchanged, watched on the way."""
 
     def __init__(
         self,
-        face: _Face,
+        face: AsyncGuardTransport,
         inner: Any,
         watch: Watch,
-        wd: AsyncWatchdog,
-        token: AttemptToken,
+        held: GuardedRequest,
         request: Any,
     ) -> None:
         self._face, self._inner, self._watch = face, inner, watch
-        self._wd, self._token, self._request = wd, token, request
+        self._held, self._request = held, request
+        held.attach(functools.partial(face._schedule_close, inner, held))
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        wd, watch = self._wd, self._watch
+        held, watch = self._held, self._watch
+        wd, token = held.watchdog, held.token
+        receive, report = watch.receive, wd.report
         try:
-            async for chunk in self._inner:
-                wd.report(watch.receive(chunk))
-                yield chunk
+            held.reading = True  # as in the sync body (one thread here: no race, same rule)
+            if not held.reaped:
+                async for chunk in self._inner:
+                    held.reading = False
+                    if held.reaped:
+                        break
+                    kind = receive(chunk)
+                    if kind is not None:
+                        report(kind)
+                    yield chunk
+                    held.reading = True
+                    if held.reaped:
+                        break
+            held.reading = False
         except Exception as exc:
-            err = self._face._failed(watch, exc, self._token, wd, self._request)
+            held.reading = False
+            err = self._face._failed(watch, exc, token, wd, self._request)
+            _end(held)
+            if held.claim():
+                await _aclose(self._inner, held)
             if err is exc:
                 raise
             raise err from err.__cause__
-        typed = watch.end(self._token, wd.elapsed_s())
+        _end(held)
+        if held.reaped and held.claim():
+            await _aclose(self._inner, held)
+        typed = watch.end(token, wd.elapsed_s())
         if typed is not None:
             err = self._face._error(typed, None, self._request)
             raise err from typed
 
     async def aclose(self) -> None:
-        self._wd.end_attempt(self._token)
-        await self._inner.aclose()
+        held = self._held
+        _end(held)
+        if held.claim():
+            await _aclose(self._inner, held)
 
 
 _CLOCK = MonotonicClock()
@@ -281,3 +371,16 @@ def _stream_class(body: type, base: type) -> type:
 def _stop(wd: Watchdog, token: AttemptToken) -> None:
     wd.end_attempt(token)
     wd.stop()
+
+
+def _end(held: GuardedRequest) -> None:
+    """End an async request's attempt: its timer is cancelled, its watchdog over."""
+    held.watchdog.end_attempt(held.token)
+    held.watchdog_over()
+
+
+async def _aclose(inner: Any, held: GuardedRequest) -> None:
+    try:
+        await inner.aclose()
+    finally:
+        held.connection_released()

@@ -44,6 +44,7 @@ from harness.client.markers import kind_of
 from harness.client.retry import parse_retry_after
 from harness.client.settings import ClientSettings
 from harness.client.tokens import AttemptToken, error_for_deadline
+from harness.guard.scan import one_event
 from harness.sse import SSEDecoder
 from harness.vocab.apis import TERMINAL_MARKERS, api_of_path
 from harness.vocab.statuses import is_retryable_status
@@ -65,6 +66,9 @@ class Watch:
         self.check_terminal = False
         self.complete = False
         self.events = 0
+        #: the one-event fast path (``scan.py``); used while the decoder holds nothing
+        self._one = None if api is None else one_event(api)
+        self._fast = False
 
     @classmethod
     def for_request(cls, path: str, headers: Mapping[str, str], settings: ClientSettings) -> Watch:
@@ -89,13 +93,30 @@ class Watch:
         if sse:
             self.decoder = SSEDecoder()
             self.check_terminal = 200 <= status < 300 and self.api is not None
+            self._fast = self._one is not None
         return self._no_retry(status, headers, ceiling_left_s)
 
     def receive(self, chunk: bytes) -> str | None:
         """One body chunk passed through; the activity it carried."""
+        if self._fast:
+            kind = self._one(chunk)  # type: ignore[misc]
+            if kind == "content" or kind == "terminal":
+                self.events += 1
+                if kind == "terminal":
+                    self.complete = True
+                return "content"
+            if kind == "comment":
+                return kind
         if self.decoder is None:
             return "content" if chunk.strip() else "comment"
+        activity = self._decode(chunk)
+        self._fast = self._one is not None and self.decoder.idle
+        return activity
+
+    def _decode(self, chunk: bytes) -> str | None:
+        """The full decoder and the marker rules, one item at a time."""
         activity = None
+        assert self.decoder is not None
         for item in self.decoder.feed(chunk):
             kind = kind_of(self.api, item) if self.api is not None else "content"
             if kind == "comment":
