@@ -15,7 +15,8 @@ case is ``SWITCH_COST_S`` longer, so its clean child is reused (~1.7 s of CPU pe
 start-up here); among equals it moves to the target with the most estimated work left
 per worker already on it, so the workers spread over the targets instead of all
 switching target at the same boundary (8 mutant stacks in one shared longest-first
-queue cost 4 workers a child start-up at nearly every target boundary).
+queue cost 4 workers a child start-up at nearly every target boundary). A target with
+``Target.max_parallel`` is taken by at most that many workers at once.
 
 Not here: running a case (``harness.runner``, ``harness.lifecycle``).
 """
@@ -104,13 +105,20 @@ class CaseQueue:
     def _choose(self, lane: str, worker: str, current: str | None) -> tuple[str, str] | None:
         if self._stopped:
             return None
+        others = [t for w, t in self._on.items() if w != worker]
         for kind in LANE_KINDS[lane]:
-            groups = self._groups[kind]
+            groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, others)}
             if groups:
-                others = [t for w, t in self._on.items() if w != worker]
                 best = min(groups, key=lambda t: _rank(groups[t], t, current, others))  # noqa: B023 - called at once
                 return kind, best
         return None
+
+
+def _full(group: list[tuple[float, int, CasePlan]], target: str, others: list[str]) -> bool:
+    """Does ``target`` already have its ``Target.max_parallel`` workers (other than this
+    one)? Then this worker leaves it to them: they stay on it until its cases are done."""
+    cap = group[0][2].target_cls.max_parallel
+    return cap > 0 and others.count(target) >= cap
 
 
 def _rank(

@@ -100,7 +100,8 @@ def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
         message = json.loads(line)
         if message.get("cmd") == "begin":
             host, port = message["upstream"]
-            relay.set_upstream((str(host), int(port)))
+            # A leg left open by the last job leads to its server: none may carry this one's.
+            relay.set_upstream((str(host), int(port)), close_open=True)
             sampler = _Sampler(proxy_port=proxy_port)
             begun_t = time.monotonic()
             sampler.start()
@@ -111,6 +112,9 @@ def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
             # The relay samples its legs on every event of its own (accepted, upstream_fin,
             # closed ...): its "client" leg is the proxy's upstream socket.
             relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
+            # The job's legs end with it (FIN), so the proxy's pool has let them go long
+            # before the next job's request, instead of racing its FIN.
+            relay.close_connections()
             _send(proto, {"event": "ended", "events": events, "relay": relayed})
         else:
             return

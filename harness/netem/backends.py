@@ -86,9 +86,13 @@ class NetworkHandle:
             if trigger.immediate:
                 self._fire_one(i, label, fire)
                 continue
+            # The body waits at an event point until the fault is in place: fired by
+            # this thread some milliseconds after the point, it would land events later.
+            hold = getattr(self.server, "hold", None)
+            release = hold(trigger.n) if trigger.kind == "event" and callable(hold) else None
             threading.Thread(
                 target=self._wait_and_fire,
-                args=(i, trigger, label, fire, timeout),
+                args=(i, trigger, label, fire, timeout, release),
                 daemon=True,
                 name=f"netem-arm-{label}",
             ).start()
@@ -131,16 +135,24 @@ class NetworkHandle:
             )
 
     def _wait_and_fire(
-        self, i: int, trigger: Trigger, label: str, fire: Callable[[], None], timeout: float
+        self,
+        i: int,
+        trigger: Trigger,
+        label: str,
+        fire: Callable[[], None],
+        timeout: float,
+        release: Callable[[], None] | None = None,
     ) -> None:
         try:
             wait_for_trigger(trigger, self.server, timeout=timeout)
+            self._fire_one(i, label, fire)
         except TimeoutError:
             self._note(
                 "netem", "trigger_missed", f"{label}: {trigger} did not happen within {timeout:g} s"
             )
-            return
-        self._fire_one(i, label, fire)
+        finally:
+            if release is not None:
+                release()  # after the fault is in place (or will never be): the body goes on
 
     def _fire_one(self, i: int, label: str, fire: Callable[[], None]) -> None:
         with self._lock:

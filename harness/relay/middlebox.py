@@ -108,11 +108,20 @@ class Relay(LoopService):
     def mode(self) -> str:
         return self._mode.name
 
-    def set_upstream(self, upstream: tuple[str, int]) -> None:
-        """Send connections accepted from now on to ``upstream`` (open ones keep theirs),
-        e.g. a gateway in front of whichever fault server the next case uses."""
+    def set_upstream(self, upstream: tuple[str, int], *, close_open: bool = False) -> None:
+        """Send connections accepted from now on to ``upstream``, e.g. a gateway in front
+        of whichever fault server the next case uses. Open ones keep theirs unless
+        ``close_open``: then they are closed (FIN both legs) first, so that a client's
+        pooled connection cannot carry the next request to the last upstream."""
+        if close_open:
+            self.close_connections()
         self.upstream = (str(upstream[0]), int(upstream[1]))
         self._sampler.upstream_port = self.upstream[1]
+
+    def close_connections(self) -> None:
+        """Close every open connection, both legs with FIN (as a server closes idle
+        keep-alive connections); returns once done."""
+        self._call(self._close_connections())
 
     def set_mode(self, mode: str, *, idle_cut_s: float | None = None) -> None:
         """Switch mode for every open and future connection; returns once applied."""
@@ -145,6 +154,10 @@ class Relay(LoopService):
         self._server = await asyncio.start_server(self._handle, self.host, self._requested_port)
         self.port = self._server.sockets[0].getsockname()[1]
         self._sampler.relay_port, self._sampler.upstream_port = self.port, self.upstream[1]
+
+    async def _close_connections(self) -> None:
+        for c in list(self._conns.values()):
+            c.close_all(rst=False)
 
     async def _shutdown(self) -> None:
         if self._server is not None:

@@ -32,6 +32,7 @@ import h11
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.server.apis import error_body
 from harness.server.connection import READ_CHUNK, Connection, PeerGone
+from harness.server.holds import Holds
 from harness.server.reading import (
     CAUTIOUS_READ_BYTES,
     MAX_BODY_BYTES,
@@ -86,6 +87,7 @@ class ServerCore:
 
     def __init__(self, script: FaultScript, *, time_scale: float) -> None:
         self.timeline = Timeline()
+        self.holds = Holds()  # where bodies wait for the runner's network faults
         self._lock = threading.Lock()
         self._time_scale = time_scale
         self._script = script.scaled(time_scale)
@@ -128,6 +130,7 @@ class ServerCore:
         self._request_index = 0
         self._attempts = {}
         self.timeline.reset()
+        self.holds.clear()
 
     # ------------------------------------------------------------------ connections
 
@@ -275,6 +278,7 @@ class ServerCore:
             timeline=self.timeline,
             reply_source=self.reply_source,
             record_many=record_many,
+            holds=self.holds,
         )
         return await answer(req)
 

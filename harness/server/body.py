@@ -40,6 +40,7 @@ from typing import Any
 
 from harness.server.apis import ReplyPlan
 from harness.server.connection import PeerGone
+from harness.server.holds import wait_at
 from harness.server.pacing import plan_stretch, write_due
 from harness.server.wire import Exchange, end_body, framing_lines
 
@@ -169,6 +170,7 @@ class BodyWriter:
         counted, i, units, interval = 0, 0, self.units, script.event_interval_s
         while i < len(units):
             self.counted = counted
+            await self._hold(counted)
             if self._due("event", counted):
                 await self._fire(f"event:{counted}")
             j = self._stretch(i, counted)
@@ -191,11 +193,20 @@ class BodyWriter:
             else:
                 ex.record("event_sent", n=counted)
         self.counted = counted
+        await self._hold(counted)
         if self.at_end and not self.fired:
             await self._fire(f"event:{counted}")
         if self._due("event", counted) or (self.cut is not None and not self.fired):
             await self._fire(f"event:{counted}" if self.cut is None else f"bytes:{self.cut}")
         return await self._finish()
+
+    async def _hold(self, counted: int) -> None:
+        """Wait at a hold on ``counted`` units, if the runner put one there
+        (``harness.server.holds``: its network fault lands here, not some events later)."""
+        hold = self.ex.holds.take(counted) if self.ex.holds is not None and counted else None
+        if hold is not None:
+            await self.conn.drain()  # what was written before the point is on the wire
+            await wait_at(hold, self.ex.record)
 
     async def _finish(self) -> bool:
         return await end_body(self.ex, self.framing, self.sent)
@@ -212,6 +223,9 @@ class BodyWriter:
             return i
         f = self.fault
         stop = None if f is None or self.fired or self.at_end else f.phase.n
+        held = self.ex.holds.next_after(counted) if self.ex.holds is not None else None
+        if held is not None and (stop is None or held < stop):
+            stop = held
         room = None if self.declared is None else self.declared - self.sent
         units, j = self.units, i
         while j < len(units):

@@ -126,6 +126,11 @@ class FaultServer(LoopService):
         """Clear counters and the timeline; keep the script."""
         self._core.reset()
 
+    def hold(self, n: int) -> Callable[[], None]:
+        """Hold the first LLM reply body that has sent ``n`` counted units until the
+        returned release is called (``harness.server.holds``; cleared by ``load``)."""
+        return self._core.holds.add(n)
+
     def timeline(self) -> list[TimelineEvent]:
         return self._core.timeline.events()
 

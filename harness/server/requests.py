@@ -60,6 +60,7 @@ class Request:
     #: answers the request in place of the synthetic reply (``harness.record``), or None
     reply_source: Any = None
     record_many: Callable[..., Any] | None = None
+    holds: Any = None  # harness.server.holds.Holds
 
 
 async def answer(req: Request) -> tuple[bool, Exchange | None]:
@@ -77,7 +78,14 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     phase = fault.phase.kind if fault is not None else None
     record("request_head", method=req.method, path=path, attempt=req.attempt)
     ex = Exchange(
-        conn, record, req.script, fault, f"req_{req.index}", req.keep_alive, req.record_many
+        conn,
+        record,
+        req.script,
+        fault,
+        f"req_{req.index}",
+        req.keep_alive,
+        req.record_many,
+        req.holds if api in APIS else None,
     )
     add_record = _once(req, api, str(fault) if fault is not None else None)
 

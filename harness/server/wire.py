@@ -51,6 +51,9 @@ class Exchange:
     keep_alive: bool = True
     #: record_many(kind, [detail pairs, ...]): several events of one kind, one stamp
     record_many: Callable[[str, list[tuple[tuple[str, Any], ...]]], None] | None = None
+    #: the loaded script's holds (``harness.server.holds``): where the body waits for a
+    #: network fault the runner fires at one of its points
+    holds: Any = None
 
 
 async def write_simple(

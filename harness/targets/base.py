@@ -220,6 +220,11 @@ class Target(ABC):
     #: socket or pipe of its own. The child checks it too and refuses, naming why; say
     #: False for a target whose warm child keeps a thread or a helper process.
     forkable: ClassVar[bool] = True
+    #: At most this many of this target's cases run at once (0: as many as the run's
+    #: workers): for a target each of whose children starts a heavy process of its own
+    #: (a gateway), so that the run's own parallelism is not the load its deadlines are
+    #: judged under.
+    max_parallel: ClassVar[int] = 0
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0

@@ -162,3 +162,27 @@ def test_a_raw_retry_after_is_real_time_in_the_estimate():
     plain = make("p", {"hermes": "ok"})
     assert estimated_s((waits, "hermes"), settings) == 30.0
     assert estimated_s((plain, "hermes"), settings) < 30.0
+
+
+def test_a_target_with_max_parallel_is_taken_by_at_most_that_many_workers():
+    # litellm-proxy: every child starts a gateway of its own (Target.max_parallel = 2)
+    from harness.targets.clients.litellm_proxy import LiteLLMProxyReferenceTarget
+
+    cap = LiteLLMProxyReferenceTarget.max_parallel
+    assert cap == 2
+    cases = short_cases("litellm-proxy", 5) + short_cases("reference", 1)
+    queue = CaseQueue(cases, RunSettings(jobs=4))
+    workers = [f"w{i}" for i in range(4)]
+    first = {w: queue.take("general", w, None) for w in workers}
+    on = [item[1].target if item else None for item in first.values()]
+    assert on.count("litellm-proxy") == cap
+    assert on.count("reference") == 1 and on.count(None) == 1  # the fourth has nothing it may take
+    # the reference worker, its target done, does not join the full target either
+    ref = workers[on.index("reference")]
+    assert queue.peek("general", ref, "reference") is None
+    assert queue.take("general", ref, "reference") is None
+    # the proxy's own workers carry on until its cases are done
+    proxy = workers[on.index("litellm-proxy")]
+    left = [queue.take("general", proxy, "litellm-proxy") for _ in range(3)]
+    assert [item[1].target for item in left if item] == ["litellm-proxy"] * 3
+    assert queue.take("general", proxy, "litellm-proxy") is None

@@ -18,8 +18,10 @@ Not here: LangChain agents or chains (one model call per job).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from harness.replies import render_tool_call
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.runtime.venv import VenvTarget
 
@@ -63,13 +65,29 @@ def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:
     if not job.stream:
         message = llm.invoke(messages)
         log.mark("response")
-        return str(message.content), message.response_metadata.get("finish_reason")
+        # A valid call's raw arguments are not kept (LangChain parses them): re-serialised
+        # as the provider wrote them (json.dumps, key order kept); an invalid one's raw text.
+        rendered = "".join(
+            render_tool_call(tc["name"], json.dumps(tc["args"], ensure_ascii=False))
+            for tc in message.tool_calls
+        ) + "".join(
+            render_tool_call(tc["name"] or "", tc["args"] or "")
+            for tc in message.invalid_tool_calls
+        )
+        return str(message.content) + rendered, message.response_metadata.get("finish_reason")
     parts: list[str] = []
+    calls: dict[int, list[str]] = {}  # index -> [name, argument fragments...]
     finish = None
     for chunk in llm.stream(messages):
         if chunk.content:
             parts.append(str(chunk.content))
             log.mark("delta", f"{len(chunk.content)} chars")
+        for tc in chunk.tool_call_chunks:
+            entry = calls.setdefault(tc.get("index") or 0, [""])
+            entry[0] = tc.get("name") or entry[0]
+            if tc.get("args"):
+                entry.append(tc["args"])
         finish = chunk.response_metadata.get("finish_reason") or finish
     log.mark("stream_end", f"finish_reason={finish}")
-    return "".join(parts), finish
+    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+    return "".join(parts) + rendered, finish

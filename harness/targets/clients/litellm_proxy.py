@@ -56,6 +56,10 @@ class _ThroughProxy:
     _direct = False
     client_min_time_scale: ClassVar[float] = 0.0
     forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
+    #: Every child starts a LiteLLM proxy of its own (~10 s of CPU to start, a Python hop
+    #: per chunk): eight at once on 2 cores put the load at 25+, and the proxy's own
+    #: latency past the client's scaled first-byte deadline.
+    max_parallel: ClassVar[int] = 2
     install: ClassVar[str] = "HARNESS_EXTRA_TARGETS=1 bash ci/setup"
 
     @classmethod

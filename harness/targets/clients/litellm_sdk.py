@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.targets.base import CallResult, EventLog, Job, run_calls
+from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
 
 __all__ = [
@@ -170,17 +171,7 @@ def _completion(job: Job, log: EventLog) -> tuple[str, str | None]:
         resp = litellm.completion(**kwargs)
         log.mark("response")
         choice = resp.choices[0]
-        return choice.message.content or "", choice.finish_reason
-    parts: list[str] = []
-    finish = None
+        return message_text(choice.message), choice.finish_reason
     stream = litellm.completion(stream=True, **kwargs)
     log.mark("headers")
-    for chunk in stream:
-        for choice in chunk.choices:
-            if choice.delta is not None and choice.delta.content:
-                parts.append(choice.delta.content)
-                log.mark("delta", f"{len(choice.delta.content)} chars")
-            if choice.finish_reason:
-                finish = choice.finish_reason
-    log.mark("stream_end", f"finish_reason={finish}")
-    return "".join(parts), finish
+    return read_chat_stream(stream, log)

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.replies import render_tool_call
 from harness.targets.base import CallResult, EventLog, Job, follow_up
+from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.warmup import warm_up_target
 from harness.targets.sdk_client import SDKClientTarget
 
@@ -62,35 +63,12 @@ def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
         resp = client.chat.completions.create(**kwargs)
         log.mark("response")
         choice = resp.choices[0]
-        rendered = "".join(
-            render_tool_call(tc.function.name, tc.function.arguments)
-            for tc in choice.message.tool_calls or ()
-        )
-        return CallResult(
-            text=(choice.message.content or "") + rendered, finish_reason=choice.finish_reason
-        )
-    parts: list[str] = []
-    calls: dict[int, list[str]] = {}  # index -> [name, arguments...], as a naive agent loop
-    finish = None
+        return CallResult(text=message_text(choice.message), finish_reason=choice.finish_reason)
     stream = client.chat.completions.create(stream=True, **kwargs)
     log.mark("headers")
     with stream:
-        for chunk in stream:
-            for choice in chunk.choices:
-                if choice.delta is not None and choice.delta.content:
-                    parts.append(choice.delta.content)
-                    log.mark("delta", f"{len(choice.delta.content)} chars")
-                for tc in (choice.delta.tool_calls if choice.delta is not None else None) or ():
-                    entry = calls.setdefault(tc.index, [""])
-                    if tc.function is not None and tc.function.name:
-                        entry[0] = tc.function.name
-                    if tc.function is not None and tc.function.arguments:
-                        entry.append(tc.function.arguments)
-                if choice.finish_reason:
-                    finish = choice.finish_reason
-    log.mark("stream_end", f"finish_reason={finish}")
-    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
-    return CallResult(text="".join(parts) + rendered, finish_reason=finish)
+        text, finish = read_chat_stream(stream, log)
+    return CallResult(text=text, finish_reason=finish)
 
 
 def _responses(client: Any, job: Job, log: EventLog) -> CallResult:

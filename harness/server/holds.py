@@ -1,0 +1,127 @@
+"""Holds: points where a reply body waits until the runner says a network fault is in place.
+
+A scenario's network fault fires at a point of the server's timeline (``at =
+"event:3"``: a toxic added over Toxiproxy's HTTP API, a relay's mode switch, a kernel
+cut). The runner sees the point and then fires the fault, which takes a few
+milliseconds -- tens on a loaded machine -- while the body goes on writing: at a fast
+pace the whole rest of the stream can pass before the fault lands, and the case
+measures a healthy stream instead of the scripted one (the outcome then depends on the
+load). A hold closes that race: before the call, the runner holds the body at the
+point (:meth:`Holds.add`); the first body that has written its N-th counted unit waits
+there until the runner has fired the fault and released the hold, so the fault lands
+at the point the scenario names. A hold is one-shot, and bounded (``HOLD_MAX_S``): a
+runner that never releases it costs the case that long, never a hang.
+
+The timeline shows it: ``held`` (n) where the body stopped, ``released`` (n,
+``waited_s``) when it went on.
+
+Not here: when the runner fires (``harness.netem.backends``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["HOLD_MAX_S", "Hold", "Holds"]
+
+#: The longest a body waits at a hold (real seconds): far above a fault's set-up time
+#: (a Toxiproxy API call, a relay mode switch), far below any case's ceiling.
+HOLD_MAX_S = 5.0
+
+
+class Hold:
+    """One point (after ``n`` counted units) and whether the runner released it."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    @property
+    def released(self) -> bool:
+        return self._released.is_set()
+
+    def release(self) -> None:
+        """Let the held body go on (thread-safe, idempotent)."""
+        with self._lock:
+            self._released.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_resolve, fut)
+
+    async def wait(self, timeout: float = HOLD_MAX_S) -> bool:
+        """Wait (on the body's loop) until released; False when ``timeout`` passed first."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._released.is_set():
+                return True
+            self._waiters.append((loop, fut))
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Holds:
+    """The holds of the loaded script (cleared when a script loads): thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holds: list[Hold] = []
+
+    def add(self, n: int) -> Callable[[], None]:
+        """Hold the first body that has written ``n`` (>= 1) counted units; returns the
+        release (call it once the fault is in place; calling it early is harmless)."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n: {n!r} is not valid; allowed: a whole number >= 1")
+        hold = Hold(n)
+        with self._lock:
+            self._holds.append(hold)
+        return hold.release
+
+    def clear(self) -> None:
+        """Release and forget every hold (a new script: nobody will release them)."""
+        with self._lock:
+            holds, self._holds = self._holds, []
+        for hold in holds:
+            hold.release()
+
+    def next_after(self, counted: int) -> int | None:
+        """The nearest unreleased hold point after ``counted`` units (a healthy stretch
+        of writes must stop there), or None."""
+        if not self._holds:  # the common case, read without the lock (a list's truth is atomic)
+            return None
+        with self._lock:
+            points = [h.n for h in self._holds if h.n > counted and not h.released]
+        return min(points, default=None)
+
+    def take(self, counted: int) -> Hold | None:
+        """The unreleased hold at exactly ``counted`` units, claimed by this body (a hold
+        stops one body, the first to get there), or None."""
+        if not self._holds:
+            return None
+        with self._lock:
+            for hold in self._holds:
+                if hold.n == counted and not hold.released:
+                    self._holds.remove(hold)
+                    return hold
+        return None
+
+
+async def wait_at(hold: Hold, record: Callable[..., object]) -> None:
+    """Wait at ``hold``, recording ``held`` and ``released`` on the body's timeline."""
+    record("held", n=hold.n)
+    start = time.monotonic()
+    released = await hold.wait()
+    record("released", n=hold.n, waited_s=round(time.monotonic() - start, 6), timed_out=not released)
