@@ -250,8 +250,17 @@ def plan_case(
         start_s=max(CHILD_START_S, float(cls.start_s)),
         expect_as=key,
         expected=scenario.expected_for(key),
-        max_requests=scenario.budget.max_requests_of(key),
+        max_requests=_request_budget(scenario, key, cls),
     )
+
+
+def _request_budget(scenario: Scenario, key: str, cls: type[Target]) -> int | None:
+    """The case's request budget: the one written for ``key``, else the scenario's times
+    the requests a gateway in the target may make of each (``Target.requests_per_request``)."""
+    budget = scenario.budget
+    if key in budget.max_requests_for or budget.max_requests is None:
+        return budget.max_requests_of(key)
+    return budget.max_requests * max(1, int(cls.requests_per_request))
 
 
 def case_time_scale(scenario: Scenario, target: str, run_scale: float) -> float:

@@ -225,6 +225,12 @@ class Target(ABC):
     #: (a gateway), so that the run's own parallelism is not the load its deadlines are
     #: judged under.
     max_parallel: ClassVar[int] = 0
+    #: How many requests the server may see for each one the client sends: a gateway
+    #: between them that retries upstream on its own (LiteLLM's Router: 1 + num_retries).
+    #: Scales the scenario's request budget for this target's expectation (a budget
+    #: written for the target itself is taken as written); the contract's verdict still
+    #: counts what the server saw.
+    requests_per_request: ClassVar[int] = 1
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0

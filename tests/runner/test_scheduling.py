@@ -186,3 +186,32 @@ def test_a_target_with_max_parallel_is_taken_by_at_most_that_many_workers():
     left = [queue.take("general", proxy, "litellm-proxy") for _ in range(3)]
     assert [item[1].target for item in left if item] == ["litellm-proxy"] * 3
     assert queue.take("general", proxy, "litellm-proxy") is None
+
+
+def test_a_gateway_target_gets_the_budget_times_its_upstream_retries_unless_written_for_it():
+    from harness.planning import plan_case
+    from harness.targets.clients.litellm_proxy import LiteLLMProxyReferenceTarget
+
+    fanout = LiteLLMProxyReferenceTarget.requests_per_request
+    assert fanout == 3  # the proxy's Router: 1 + num_retries 2
+    plain = make("budgeted", {}, budget={"max_requests": 3})
+    written = make(
+        "written", {}, budget={"max_requests": 3, "max_requests_for": {"litellm-proxy": 5}}
+    )
+    unbounded = make("unbounded", {})
+    settings = RunSettings()
+    assert plan_case(plain, "reference", settings).max_requests == 3
+    assert plan_case(plain, "litellm-proxy", settings).max_requests == 3 * fanout
+    assert plan_case(written, "litellm-proxy", settings).max_requests == 5
+    assert plan_case(unbounded, "litellm-proxy", settings).max_requests is None
+
+
+def test_the_gateway_runs_its_whole_case_at_its_time_scale_floor():
+    # the fault script and the client's deadlines at one scale: a first byte the scenario
+    # makes 3x late for its deadline stays late through the proxy
+    from harness.planning import plan_case
+
+    late = make("late", {}, script={"first_byte_delay_s": 3})
+    plan = plan_case(late, "litellm-proxy", RunSettings(time_scale=0.05))
+    assert plan.time_scale == 0.25
+    assert plan_case(late, "reference", RunSettings(time_scale=0.05)).time_scale == 0.05

@@ -21,6 +21,8 @@ CASES = {
         "stream": {"api": "chat", "stream": True},
         "invoke": {"api": "chat", "stream": False},
         "truncated": {"api": "chat", "script": TRUNCATE_AT_3},
+        "tool_stream": {"api": "chat", "stream": True, "script": {"reply": "tool_call"}},
+        "tool_invoke": {"api": "chat", "stream": False, "script": {"reply": "tool_call"}},
     },
     "openai-agents": {
         "chat_stream": {"api": "chat", "stream": True},
@@ -83,6 +85,14 @@ def test_healthy_call_returns_the_full_reply(results, target, name):
     result = _case(results, target, name)
     assert result.outcome.kind == "ok", result.message
     assert result.requests == 1
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("name", ["tool_stream", "tool_invoke"])
+def test_langchain_reads_a_tool_call_reply_whole(results, name):
+    # read as content only, a tool-call reply was empty text: truncated_as_complete
+    result = _case(results, "langchain-openai", name)
+    assert result.outcome.kind == "ok", result.message
 
 
 @pytest.mark.timeout(400)

@@ -28,6 +28,10 @@ CASES = {
         "api": "chat",
         "script": {"rules": [{"fault": {"phase": "event:3", "action": "truncate"}}]},
     },
+    # a reply that is a tool call: the target reads its arguments, not only the text
+    "chat_tool_stream": {"api": "chat", "stream": True, "script": {"reply": "tool_call"}},
+    "chat_tool_body": {"api": "chat", "stream": False, "script": {"reply": "tool_call"}},
+    "messages_tool_stream": {"api": "messages", "stream": True, "script": {"reply": "tool_call"}},
 }
 
 
@@ -105,3 +109,11 @@ def test_fin_mid_stream_raises_litellms_mid_stream_error(results):
 @pytest.mark.timeout(300)
 def test_stream_without_done_comes_back_as_complete(results):
     assert results["chat_truncated"].outcome.kind == "truncated_as_complete"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["chat_tool_stream", "chat_tool_body", "messages_tool_stream"])
+def test_a_tool_call_reply_is_read_whole_not_as_empty_text(results, name):
+    # read as content only, a tool-call reply was "0 of 94 characters": truncated_as_complete
+    result = results[name]
+    assert result.outcome.kind == "ok", result.message

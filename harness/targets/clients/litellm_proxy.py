@@ -39,9 +39,11 @@ __all__ = ["LiteLLMProxyReferenceTarget", "LiteLLMProxySDKTarget", "upstream_of"
 #: A proxied call adds the proxy's own latency (a Python hop per chunk, 50-400 ms a
 #: request on a busy 2-core machine) and its Router retries, which do not scale.
 PROXY_MIN_CEILING_S = 12.0
-#: The reference stack's deadlines are scaled by at least this (a first-byte deadline of
+#: The reference stack's cases run at this time scale at least (a first-byte deadline of
 #: 5 s x 0.05 = 250 ms is shorter than the proxy's own latency), as the relay scenarios
-#: set ``min_time_scale``; the fault script keeps the run's scale.
+#: set ``min_time_scale``. The whole case: the fault script and the client's deadlines at
+#: one scale, so a first byte the scenario makes late (or early) for its deadline stays
+#: so (with the client's deadlines alone raised, a byte 3x past its deadline came in time).
 PROXY_MIN_TIME_SCALE = 0.25
 
 
@@ -54,12 +56,13 @@ class _ThroughProxy:
     start_s: ClassVar[float] = 300.0
     _gateway: Any = None
     _direct = False
-    client_min_time_scale: ClassVar[float] = 0.0
     forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
     #: Every child starts a LiteLLM proxy of its own (~10 s of CPU to start, a Python hop
     #: per chunk): eight at once on 2 cores put the load at 25+, and the proxy's own
     #: latency past the client's scaled first-byte deadline.
     max_parallel: ClassVar[int] = 2
+    #: The proxy's Router retries each request upstream (num_retries 2, its default).
+    requests_per_request: ClassVar[int] = 3
     install: ClassVar[str] = "HARNESS_EXTRA_TARGETS=1 bash ci/setup"
 
     @classmethod
@@ -102,7 +105,6 @@ class _ThroughProxy:
                 job,
                 base_url=self._gateway.base_url,
                 api_key=self._gateway.master_key,
-                time_scale=max(job.time_scale, self.client_min_time_scale),
             )
             return super().call(proxied, log)  # type: ignore[misc]
         finally:
@@ -115,12 +117,11 @@ class _ThroughProxy:
 
 class LiteLLMProxyReferenceTarget(_ThroughProxy, ReferenceTarget):
     name = "litellm-proxy"
-    client_min_time_scale = PROXY_MIN_TIME_SCALE
+    min_time_scale = PROXY_MIN_TIME_SCALE
 
 
 class LiteLLMProxySDKTarget(_ThroughProxy, OpenAISDKTarget):
     name = "litellm-proxy+openai-sdk"
-    client_min_time_scale = 0.0  # no deadlines to scale
 
 
 def upstream_of(base_url: str) -> tuple[str, int]:
