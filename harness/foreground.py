@@ -4,17 +4,26 @@ Shared by ``harness serve``, ``harness record`` and ``harness proxy``; it sits i
 lowest layer, below both ``harness.server`` and ``harness.record``, so that the server
 needs nothing of the recorder (it imports ``harness.record`` only lazily, for
 cassettes). The signals are blocked before the server's thread starts (threads
-inherit the mask), so ``sigwait`` here is the only receiver.
+inherit the mask), so ``sigwait`` here is the only receiver. Also here: stopping a
+server that runs as a child process (:func:`stop_process`).
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "add_port", "add_time_scale", "run_in_foreground"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_port",
+    "add_time_scale",
+    "run_in_foreground",
+    "stop_process",
+]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -66,3 +75,13 @@ def run_in_foreground(
         return EXIT_OK
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not exited within ``grace_s``; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
