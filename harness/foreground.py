@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 __all__ = [
@@ -21,6 +21,9 @@ __all__ = [
     "EXIT_USAGE",
     "add_port",
     "add_time_scale",
+    "add_upstream",
+    "parse_and_run",
+    "port_error",
     "run_in_foreground",
     "stop_process",
 ]
@@ -33,6 +36,33 @@ def add_port(parser: argparse.ArgumentParser, *, where: str = "on 127.0.0.1") ->
     """The ``--port`` option every foreground server takes (0: a free one, printed)."""
     parser.add_argument(
         "--port", type=int, default=0, help=f"port {where} (default 0: a free port, printed)"
+    )
+
+
+def port_error(port: int) -> str | None:
+    """What is wrong with ``--port`` (one line), or None."""
+    if not 0 <= port <= 65535:
+        return f"--port: {port} is not valid; allowed: 0..65535"
+    return None
+
+
+def parse_and_run(
+    argv: Sequence[str] | None,
+    prog: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+) -> int:
+    """A foreground command's ``main``: ``argv`` parsed with its options, then ``run``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return run(parser.parse_args(list(argv or [])))
+
+
+def add_upstream(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """The ``--upstream URL`` option of the proxies in front of a live provider."""
+    parser.add_argument(
+        "--upstream", required=True, metavar="URL", help=f"the provider's base URL{example}"
     )
 
 
