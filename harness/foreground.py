@@ -4,13 +4,14 @@ Shared by ``harness serve``, ``harness record`` and ``harness proxy``; it sits i
 lowest layer, below both ``harness.server`` and ``harness.record``, so that the server
 needs nothing of the recorder (it imports ``harness.record`` only lazily, for
 cassettes). The signals are blocked before the server's thread starts (threads
-inherit the mask), so ``sigwait`` here is the only receiver. Also here: stopping a
-server that runs as a child process (:func:`stop_process`).
+inherit the mask), so ``sigwait`` here is the only receiver. Also here: the child
+processes such servers run as (:func:`stop_process`, :func:`alive`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ __all__ = [
     "add_port",
     "add_time_scale",
     "add_upstream",
+    "alive",
     "parse_and_run",
     "port_error",
     "run_in_foreground",
@@ -105,6 +107,18 @@ def run_in_foreground(
         return EXIT_OK
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def alive(ident: int, *, group: bool = False) -> bool:
+    """Whether process ``ident`` (with ``group``: process group ``ident``) still exists.
+    Signal 0 probes without sending; one that belongs to another user exists too."""
+    try:
+        (os.killpg if group else os.kill)(ident, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:

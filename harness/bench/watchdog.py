@@ -30,7 +30,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from harness.bench.common import finish, percentile, whole_numbers
@@ -103,13 +103,11 @@ class WatchdogBenchResult:
     figures: list[DeadlineFigures] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field as it is, but the figures: summarised per deadline."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "figures"}
         return {
-            "runs": self.runs,
-            "concurrency": self.concurrency,
-            "poll_s": self.poll_s,
-            "base_s": self.base_s,
+            **plain,
             "loadavg_before": list(self.loadavg_before),
-            "server_cpu": self.server_cpu,
             "deadlines": {f.deadline: f.summary() for f in self.figures},
         }
 

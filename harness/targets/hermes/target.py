@@ -42,7 +42,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -166,17 +166,12 @@ class HermesCall:
             raise ValueError(f"time_scale: {self.time_scale!r} is not valid; allowed: a number > 0")
 
     def spec(self) -> dict[str, Any]:
-        """The driver's JSON spec (contains the api key: never log it)."""
+        """The driver's JSON spec: every field, as JSON (contains the api key: never log it)."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self)}
         return {
-            "base_url": self.base_url,
-            "api_key": self.api_key,
-            "model": self.model,
-            "api": self.api,
-            "provider": self.provider,
+            **plain,
             "turns": list(self.turns),
-            "rebuild_between_turns": self.rebuild_between_turns,
             "settings": dict(self.settings),
-            "time_scale": self.time_scale,
             "env": dict(self.env),
             "config": dict(self.config),
         }
