@@ -30,7 +30,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from harness.client.attempt import AttemptRun, Call, Reply, check_ceiling
 from harness.client.clock import Clock, MonotonicClock
@@ -45,6 +45,8 @@ from harness.client.watchdog import AsyncWatchdog, Watchdog
 from harness.vocab.apis import APIS
 
 __all__ = ["AsyncReferenceClient", "CallOptions", "Components", "ReferenceClient", "Reply"]
+
+_W = TypeVar("_W")  # the flavour of watchdog a driver's factory makes
 
 
 class CallOptions(TypedDict, total=False):
@@ -118,7 +120,7 @@ class _Base:
         call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
         return call
 
-    def _watchdog(self, call: Call, factory: Callable[..., Any]) -> Any:
+    def _watchdog(self, call: Call, factory: Callable[..., _W]) -> _W:
         """The call's watchdog from ``factory``: first byte is off for very large prompts."""
         chars = sum(
             len(str(m.get("content", ""))) if isinstance(m, Mapping) else len(str(m))
