@@ -109,7 +109,9 @@ def run_tier(
             client = factory(config)
         # The cases of this sequence fail with the (redacted) reason; the run goes on.
         except Exception as exc:  # noqa: BLE001
-            return [not_run(case, "client_build_failed", redactor.error_text(exc)) for case in cases]
+            return [
+                not_run(case, "client_build_failed", redactor.error_text(exc)) for case in cases
+            ]
         try:
             return run_cases(
                 cases,
