@@ -4,17 +4,31 @@ Shared by ``harness serve``, ``harness record`` and ``harness proxy``; it sits i
 lowest layer, below both ``harness.server`` and ``harness.record``, so that the server
 needs nothing of the recorder (it imports ``harness.record`` only lazily, for
 cassettes). The signals are blocked before the server's thread starts (threads
-inherit the mask), so ``sigwait`` here is the only receiver.
+inherit the mask), so ``sigwait`` here is the only receiver. Also here: the child
+processes such servers run as (:func:`stop_process`, :func:`alive`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "add_port", "add_time_scale", "run_in_foreground"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_port",
+    "add_time_scale",
+    "add_upstream",
+    "alive",
+    "parse_and_run",
+    "port_error",
+    "run_in_foreground",
+    "stop_process",
+]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -24,6 +38,33 @@ def add_port(parser: argparse.ArgumentParser, *, where: str = "on 127.0.0.1") ->
     """The ``--port`` option every foreground server takes (0: a free one, printed)."""
     parser.add_argument(
         "--port", type=int, default=0, help=f"port {where} (default 0: a free port, printed)"
+    )
+
+
+def port_error(port: int) -> str | None:
+    """What is wrong with ``--port`` (one line), or None."""
+    if not 0 <= port <= 65535:
+        return f"--port: {port} is not valid; allowed: 0..65535"
+    return None
+
+
+def parse_and_run(
+    argv: Sequence[str] | None,
+    prog: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+) -> int:
+    """A foreground command's ``main``: ``argv`` parsed with its options, then ``run``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return run(parser.parse_args(list(argv or [])))
+
+
+def add_upstream(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """The ``--upstream URL`` option of the proxies in front of a live provider."""
+    parser.add_argument(
+        "--upstream", required=True, metavar="URL", help=f"the provider's base URL{example}"
     )
 
 
@@ -66,3 +107,25 @@ def run_in_foreground(
         return EXIT_OK
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def alive(ident: int, *, group: bool = False) -> bool:
+    """Whether process ``ident`` (with ``group``: process group ``ident``) still exists.
+    Signal 0 probes without sending; one that belongs to another user exists too."""
+    try:
+        (os.killpg if group else os.kill)(ident, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not exited within ``grace_s``; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -19,20 +19,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from harness.outcome import EXPECTABLE, Expected
+from harness.vocab.deadlines import OPTIONAL_SECONDS
 
 __all__ = ["SECONDS_FIELDS", "ScenarioError", "check_expected", "from_validation", "read_toml"]
 
 #: The ``[watchdog]`` fields that take seconds or ``"off"`` (the model validates them,
 #: the error names the allowed values).
-SECONDS_FIELDS = (
-    "first_byte_s",
-    "stream_idle_s",
-    "stale_call_s",
-    "hard_ceiling_s",
-    "connect_timeout_s",
-    "read_timeout_s",
-    "tcp_user_timeout_s",
-)
+SECONDS_FIELDS = OPTIONAL_SECONDS
 
 
 class ScenarioError(ValueError):

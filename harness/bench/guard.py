@@ -21,7 +21,6 @@ Not here: deadline precision (``harness bench watchdog``), the server (``bench s
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import statistics
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.bench.common import percentile
+from harness.bench.common import finish, percentile, whole_numbers
 
 __all__ = ["GuardBench", "main", "measure", "render"]
 
@@ -168,15 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="content events per stream")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = p.parse_args(argv)
-    for name in ("rounds", "calls", "events"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name}: {getattr(args, name)} is not valid; allowed: a whole number >= 1")
+    whole_numbers(p, args, ("rounds", "calls", "events"))
     result = measure(rounds=args.rounds, calls=args.calls, events=args.events)
-    print(render(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2)
-    return 0
+    return finish(result, lambda r: print(render(r)), args.json)
 
 
 def _met(ok: bool) -> str:

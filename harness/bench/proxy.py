@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.bench.common import percentile
+from harness.bench.common import finish, percentile, whole_numbers
 
 __all__ = [
     "DEFAULT_RUNS",
@@ -115,21 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings: dict[str, Any] = dict(QUICK) if args.quick else {}
     if args.no_realtime:
         settings["realtime"] = False
-    for name in ("runs", "latency_requests", "streams", "events", "concurrency"):
-        value = getattr(args, name)
-        if value is not None:
-            low = 3 if name == "runs" else 1
-            if value < low:
-                parser.error(
-                    f"--{name.replace('_', '-')}: {value} is not valid; allowed: a whole number >= {low}"
-                )
-            settings[name] = value
+    names = ("runs", "latency_requests", "streams", "events", "concurrency")
+    settings.update(whole_numbers(parser, args, names, least={"runs": 3}))
     result = measure_proxy(**settings)
-    render_proxy_table(result)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2)
-    return 0
+    return finish(result, render_proxy_table, args.json)
 
 
 def measure_proxy(
@@ -199,36 +188,18 @@ def render_proxy_table(result: ProxyBenchResult, *, console: Any = None) -> None
     def fmt(value: float | None, spec: str) -> str:
         return "-" if value is None else spec.format(value)
 
-    table.add_row(
-        "first-event latency p50 ms",
-        fmt(d.first_event_p50_ms, "{:.2f}"),
-        fmt(p.first_event_p50_ms, "{:.2f}"),
-        fmt(result.added_first_event_ms, "{:+.2f}"),
-    )
-    table.add_row(
-        "first-event latency p99 ms",
-        fmt(d.first_event_p99_ms, "{:.2f}"),
-        fmt(p.first_event_p99_ms, "{:.2f}"),
-        fmt(p.first_event_p99_ms - d.first_event_p99_ms, "{:+.2f}"),
-    )
-    table.add_row(
-        "upstream CPU µs per event",
-        fmt(d.upstream_cpu_us_per_event, "{:.1f}"),
-        fmt(p.upstream_cpu_us_per_event, "{:.1f}"),
-        "",
-    )
-    table.add_row(
-        "proxy CPU µs per event",
-        "-",
-        fmt(p.proxy_cpu_us_per_event, "{:.1f}"),
-        fmt(p.proxy_cpu_us_per_event, "{:+.1f}"),
-    )
-    table.add_row(
-        "events/s (throughput runs)",
-        fmt(d.events_per_s, "{:,.0f}"),
-        fmt(p.events_per_s, "{:,.0f}"),
-        "",
-    )
+    def row(label: str, key: str, spec: str, added: float | None = None) -> None:
+        """One figure: direct, proxied and (when given) what the hop added, signed."""
+        signed = "" if added is None else fmt(added, spec.replace("{:", "{:+"))
+        table.add_row(label, fmt(getattr(d, key), spec), fmt(getattr(p, key), spec), signed)
+
+    p99_added = p.first_event_p99_ms - d.first_event_p99_ms
+    row("first-event latency p50 ms", "first_event_p50_ms", "{:.2f}", result.added_first_event_ms)
+    row("first-event latency p99 ms", "first_event_p99_ms", "{:.2f}", p99_added)
+    row("upstream CPU µs per event", "upstream_cpu_us_per_event", "{:.1f}")
+    # the direct path has no proxy: its figure is None ("-"), all of the proxy's is added
+    row("proxy CPU µs per event", "proxy_cpu_us_per_event", "{:.1f}", p.proxy_cpu_us_per_event)
+    row("events/s (throughput runs)", "events_per_s", "{:,.0f}")
     table.add_row("errors", str(d.errors), str(p.errors), "")
     console.print(table)
     console.print(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 __all__ = ["llmock_main", "raw_asyncio_main", "uvicorn_main"]
@@ -63,12 +64,7 @@ def raw_asyncio_handler() -> Any:
                 b"x-request-id: req_%d\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
                 % (plan.content_type.encode(), count)
             )
-            loop = asyncio.get_running_loop()
-            t0 = loop.time()
-            for i, unit in enumerate(plan.units):
-                delay = t0 + i * interval - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+            async for unit in _paced(plan.units, interval):
                 writer.write(b"%x\r\n%b\r\n" % (len(unit), unit))
                 await writer.drain()
             writer.write(b"0\r\n\r\n")
@@ -95,17 +91,7 @@ def uvicorn_main() -> int:
         body = await request.json()
         events, interval = _shape({k.encode(): v.encode() for k, v in request.headers.items()})
         plan = plan_reply("chat", body, events=events)
-
-        async def gen() -> Any:  # same schedule as ours: absolute deadlines from the first event
-            loop = asyncio.get_running_loop()
-            t0 = loop.time()
-            for i, unit in enumerate(plan.units):
-                delay = t0 + i * interval - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                yield unit
-
-        return StreamingResponse(gen(), media_type="text/event-stream")
+        return StreamingResponse(_paced(plan.units, interval), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
     return _serve_uvicorn(app, uvicorn, label="uvicorn")
@@ -185,3 +171,15 @@ def _serve_uvicorn(app: Any, uvicorn: Any, *, label: str) -> int:
     print(json.dumps({"port": sock.getsockname()[1], "notes": impl}), flush=True)
     server.run(sockets=[sock])
     return 0
+
+
+async def _paced(units: Sequence[bytes], interval: float) -> AsyncIterator[bytes]:
+    """``units`` on ours's schedule: one every ``interval`` s, on absolute deadlines from
+    the first (a late one does not push the rest back)."""
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    for i, unit in enumerate(units):
+        delay = t0 + i * interval - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        yield unit

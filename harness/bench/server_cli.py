@@ -7,11 +7,11 @@ Not here: measuring (``server.py``).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from harness.bench import server
+from harness.bench.common import finish, whole_numbers
 from harness.bench.server import (
     DEFAULT_CONCURRENCY,
     DEFAULT_HELD,
@@ -60,15 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(list(argv or []))
     base: dict[str, Any] = dict(QUICK) if args.quick else {}
-    for name in ("held", "runs", "streams", "paced_streams"):
-        value = getattr(args, name)
-        if value is not None:
-            least = 3 if name == "runs" else 1
-            if value < least:
-                parser.error(
-                    f"--{name.replace('_', '-')}: {value} is not valid; allowed: a whole number >= {least}"
-                )
-            base[name] = value
+    names = ("held", "runs", "streams", "paced_streams")
+    base.update(whole_numbers(parser, args, names, least={"runs": 3}))
     if args.concurrency is not None:
         base["concurrency"] = _int_list(parser, "--concurrency", args.concurrency)
     servers = ("ours",) if args.no_baseline else SERVER_KINDS
@@ -80,11 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--servers: {args.servers!r} is not valid; allowed: comma-separated {', '.join(SERVER_KINDS)}"
             )
     result = measure_servers(servers=servers, timing_priority=args.timing_priority, **base)
-    render_server_table(result)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2)
-    return 0
+    return finish(result, render_server_table, args.json)
 
 
 def _int_list(parser: argparse.ArgumentParser, option: str, text: str) -> tuple[int, ...]:

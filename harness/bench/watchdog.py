@@ -30,10 +30,10 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from harness.bench.common import percentile
+from harness.bench.common import finish, percentile, whole_numbers
 from harness.client import ClientSettings, Components, ReferenceClient, errors
 from harness.client.deadlines import DeadlineState
 from harness.client.transport import TransportFactory
@@ -103,13 +103,11 @@ class WatchdogBenchResult:
     figures: list[DeadlineFigures] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field as it is, but the figures: summarised per deadline."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "figures"}
         return {
-            "runs": self.runs,
-            "concurrency": self.concurrency,
-            "poll_s": self.poll_s,
-            "base_s": self.base_s,
+            **plain,
             "loadavg_before": list(self.loadavg_before),
-            "server_cpu": self.server_cpu,
             "deadlines": {f.deadline: f.summary() for f in self.figures},
         }
 
@@ -154,11 +152,7 @@ def run_watchdog_bench(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(list(argv or []))
-    for name in ("runs", "concurrency"):
-        if getattr(args, name) < 1:
-            parser.error(
-                f"--{name}: {getattr(args, name)} is not valid; allowed: a whole number >= 1"
-            )
+    whole_numbers(parser, args, ("runs", "concurrency"))
     if args.poll_s <= 0 or args.base_s <= 0:
         parser.error("--poll-s and --base-s: allowed: a number of seconds > 0")
     result = measure_watchdog(
@@ -170,11 +164,7 @@ def run_watchdog_bench(argv: Sequence[str] | None = None) -> int:
         warmup=max(0, args.warmup),
         pin=not args.no_pin,
     )
-    render_watchdog_table(result)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2)
-    return 0
+    return finish(result, render_watchdog_table, args.json)
 
 
 def measure_watchdog(

@@ -9,6 +9,7 @@ and the fault proxy (``harness.record``).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from harness.cli.common import UsageError, add_passthrough, optional
@@ -63,16 +64,16 @@ def register(commands: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    add_arguments = optional("harness.server.cli_serve", "add_arguments", what="harness serve")
-    serve_args = optional("harness.server.cli_serve", "serve_args", what="harness serve")
-    argument_error = optional("harness.server.cli_serve", "argument_error", what="harness serve")
-    parser = argparse.ArgumentParser(
+    module = "harness.server.cli_serve"
+    serve_args = optional(module, "serve_args", what="harness serve")
+    argument_error = optional(module, "argument_error", what="harness serve")
+    args = _parsed(
+        module,
+        args.rest,
         prog="harness serve",
         description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
         "point any OpenAI client at the printed base URL.",
     )
-    add_arguments(parser)
-    args = parser.parse_args(list(args.rest))
     from harness.environment import check_time_scale
 
     check_time_scale(args.time_scale, what="--time-scale")
@@ -94,15 +95,23 @@ def cmd_live(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    add_arguments = optional("harness.mutants_cli", "add_arguments", what="harness mutants")
     run_mutants = optional("harness.mutants_cli", "run_mutants", what="harness mutants")
-    parser = argparse.ArgumentParser(
+    parsed = _parsed(
+        "harness.mutants_cli",
+        args.rest,
         prog="harness mutants",
         description="Run the catalog against known-bad variants of the "
         "reference stack; print kills and the mutation score.",
     )
+    return int(run_mutants(parsed) or 0)
+
+
+def _parsed(module: str, rest: Sequence[str], *, prog: str, description: str) -> argparse.Namespace:
+    """``rest`` parsed with the options of ``module.add_arguments`` (the command's own)."""
+    add_arguments = optional(module, "add_arguments", what=prog)
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     add_arguments(parser)
-    return int(run_mutants(parser.parse_args(list(args.rest))) or 0)
+    return parser.parse_args(list(rest))
 
 
 def _module_main(module: str, *, what: str) -> Any:

@@ -28,9 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from harness.client.attempt import AttemptRun, Call, Reply, check_ceiling
 from harness.client.clock import Clock, MonotonicClock
@@ -44,7 +44,21 @@ from harness.client.transport import OwnedClient, copy_sdk_kwargs
 from harness.client.watchdog import AsyncWatchdog, Watchdog
 from harness.vocab.apis import APIS
 
-__all__ = ["AsyncReferenceClient", "Components", "ReferenceClient", "Reply"]
+__all__ = ["AsyncReferenceClient", "CallOptions", "Components", "ReferenceClient", "Reply"]
+
+_W = TypeVar("_W")  # the flavour of watchdog a driver's factory makes
+
+
+class CallOptions(TypedDict, total=False):
+    """``complete``'s options, for both drivers (defaults: ``_Base._new_call``)."""
+
+    model: str
+    api: str
+    stream: bool
+    max_tokens: int | None
+    on_delta: Callable[[str], None] | None
+    tools: Sequence[Mapping[str, Any]] | None
+    tool_choice: Any
 
 
 class _Base:
@@ -84,8 +98,18 @@ class _Base:
             active.cancel()
 
     def _new_call(
-        self, messages, model, api, stream, max_tokens, on_delta, tools=None, tool_choice=None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        model: str = "test-model",
+        api: str = "chat",
+        stream: bool = True,
+        max_tokens: int | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
     ) -> Call:
+        """The call ``complete`` was asked for (its options' defaults are these)."""
         if api not in APIS:
             raise SettingsError("api", api, ", ".join(APIS))
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes) or not messages:
@@ -96,13 +120,14 @@ class _Base:
         call.tools, call.tool_choice = (None if tools is None else list(tools)), tool_choice
         return call
 
-    def _state(self, call: Call, now: float) -> DeadlineState:
-        """The call's deadline state: first byte is off for very large prompts."""
+    def _watchdog(self, call: Call, factory: Callable[..., _W]) -> _W:
+        """The call's watchdog from ``factory``: first byte is off for very large prompts."""
         chars = sum(
             len(str(m.get("content", ""))) if isinstance(m, Mapping) else len(str(m))
             for m in call.messages
         )
-        return DeadlineState(self.settings.for_prompt(chars), call_started_at=now)
+        state = DeadlineState(self.settings.for_prompt(chars), call_started_at=self.clock.now())
+        return factory(state, clock=self.clock, describe=self.components.describe_deadlines)
 
     def _give_up(
         self, call: Call, err: HarnessError, elapsed_s: float, why: str
@@ -115,10 +140,9 @@ class _Base:
             deadline=err.deadline,
         )
 
-    def _after_failure(
-        self, call: Call, err: HarnessError, now: float, hard_at: float | None
-    ) -> float:
+    def _after_failure(self, call: Call, err: HarnessError, wd: Watchdog | AsyncWatchdog) -> float:
         """Record ``err``; raise if the call is over, else return the delay before the next attempt."""
+        now, hard_at = wd.now(), wd.hard_deadline_at()
         call.errors.append(err)
         n = err.attempt or len(call.errors)
         if not err.is_retryable() or self.retry_policy.max_attempts == 1:
@@ -131,6 +155,14 @@ class _Base:
             why = f"a {delay:.3f} s wait would cross the hard ceiling"
             raise self._give_up(call, err, err.elapsed_s or 0.0, why) from err
         return delay
+
+    def _cut_short(
+        self, call: Call, err: HarnessError, wd: Watchdog | AsyncWatchdog
+    ) -> RetriesExhausted:
+        return self._give_up(call, err, wd.elapsed_s(), "the wait was cut short")
+
+    def _exhausted(self, call: Call, wd: Watchdog | AsyncWatchdog) -> RetriesExhausted:
+        return self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
 
     def _begin(self, wd: Watchdog | AsyncWatchdog, call: Call) -> AttemptRun:
         """A fresh attempt machine, unless the hard ceiling passed meanwhile."""
@@ -146,12 +178,12 @@ class _Base:
         return typed_create(owned.sdk, call, extra)
 
     def _build(self, is_async: bool) -> OwnedClient:
-        build = self._factory.build_async if is_async else self._factory.build
-        owned = build(
+        owned = self._factory.build(
             base_url=self.base_url,
             api_key=self._api_key,
             sdk_kwargs=self._sdk_kwargs,
             settings=self.settings,
+            is_async=is_async,
         )
         self.builds += 1
         return owned
@@ -172,39 +204,22 @@ class ReferenceClient(_Base):
         self._lock = threading.Lock()
 
     def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        model: str = "test-model",
-        api: str = "chat",
-        stream: bool = True,
-        max_tokens: int | None = None,
-        on_delta: Callable[[str], None] | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: Any = None,
+        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[CallOptions]
     ) -> Reply:
         """One call: attempts under deadlines, retried per policy. Returns a complete
         :class:`Reply` or raises a :class:`~harness.client.errors.HarnessError`."""
-        call = self._new_call(
-            messages, model, api, stream, max_tokens, on_delta, tools, tool_choice
-        )
+        call = self._new_call(messages, **options)
         with self._lock:
-            state = self._state(call, self.clock.now())
-            factory = self.components.watchdog_factory
-            with factory(
-                state, clock=self.clock, describe=self.components.describe_deadlines
-            ) as wd:
+            with self._watchdog(call, self.components.watchdog_factory) as wd:
                 self._active = wd
                 try:
                     for _ in range(self.retry_policy.max_attempts):
                         try:
                             return self._attempt(call, wd)
                         except HarnessError as err:
-                            delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
-                            if not wd.wait(delay):
-                                why = "the wait was cut short"
-                                raise self._give_up(call, err, wd.elapsed_s(), why) from err
-                    raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+                            if not wd.wait(self._after_failure(call, err, wd)):
+                                raise self._cut_short(call, err, wd) from err
+                    raise self._exhausted(call, wd)
                 finally:
                     self._active = None
 
@@ -239,21 +254,17 @@ class ReferenceClient(_Base):
         run = self._begin(wd, call)
         with wd.attempt(owned.abort) as token:
             connect_s = run.start(token, wd.next_deadline(), wd.now(), self.settings)
-            try:
-                with contextlib.ExitStack() as stack:
-                    request = self._request(owned, call, connect_s)
-                    if call.api == "messages":
-                        response = request
-                        stack.callback(response.close)
-                    else:
-                        response = stack.enter_context(request).http_response
-                    for chunk in response.iter_bytes():
-                        if not run.alive:
-                            break  # retired: drop whatever is still buffered
-                        wd.report(run.receive(chunk))
-                    wd.report(run.finish())
-            except Exception as exc:
-                run.failed(exc, wd.expired())
+            with _failures(run, wd), contextlib.ExitStack() as stack:
+                request = self._request(owned, call, connect_s)
+                if call.api == "messages":
+                    response = request
+                    stack.callback(response.close)
+                else:
+                    response = stack.enter_context(request).http_response
+                for chunk in response.iter_bytes():
+                    if not _fed(run, wd, chunk):
+                        break
+                wd.report(run.finish())
         verdict = run.verdict(wd.elapsed_s(), aborted=owned.aborted)
         if verdict.discard:
             self._discard(owned)
@@ -282,36 +293,20 @@ class AsyncReferenceClient(_Base):
         self._lock = asyncio.Lock()
 
     async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        model: str = "test-model",
-        api: str = "chat",
-        stream: bool = True,
-        max_tokens: int | None = None,
-        on_delta: Callable[[str], None] | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: Any = None,
+        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[CallOptions]
     ) -> Reply:
-        call = self._new_call(
-            messages, model, api, stream, max_tokens, on_delta, tools, tool_choice
-        )
+        call = self._new_call(messages, **options)
         async with self._lock:
-            state = self._state(call, self.clock.now())
-            wd = self.components.async_watchdog_factory(
-                state, clock=self.clock, describe=self.components.describe_deadlines
-            )
+            wd = self._watchdog(call, self.components.async_watchdog_factory)
             self._active = wd
             try:
                 for _ in range(self.retry_policy.max_attempts):
                     try:
                         return await self._attempt(call, wd)
                     except HarnessError as err:
-                        delay = self._after_failure(call, err, wd.now(), wd.hard_deadline_at())
-                        if not await wd.wait(delay):
-                            why = "the wait was cut short"
-                            raise self._give_up(call, err, wd.elapsed_s(), why) from err
-                raise self._give_up(call, call.errors[-1], wd.elapsed_s(), "no attempts left")
+                        if not await wd.wait(self._after_failure(call, err, wd)):
+                            raise self._cut_short(call, err, wd) from err
+                raise self._exhausted(call, wd)
             finally:
                 self._active = None
 
@@ -338,7 +333,7 @@ class AsyncReferenceClient(_Base):
         run = self._begin(wd, call)
         with wd.attempt(owned.abort) as token:
             connect_s = run.start(token, wd.next_deadline(), wd.now(), self.settings)
-            try:
+            with _failures(run, wd):
                 async with contextlib.AsyncExitStack() as stack:
                     request = self._request(owned, call, connect_s)
                     if call.api == "messages":
@@ -347,12 +342,9 @@ class AsyncReferenceClient(_Base):
                     else:
                         response = (await stack.enter_async_context(request)).http_response
                     async for chunk in response.aiter_bytes():
-                        if not run.alive:
-                            break  # retired: drop whatever is still buffered
-                        wd.report(run.receive(chunk))
+                        if not _fed(run, wd, chunk):
+                            break
                     wd.report(run.finish())
-            except Exception as exc:
-                run.failed(exc, wd.expired())
         verdict = run.verdict(wd.elapsed_s(), aborted=owned.aborted)
         if verdict.discard:
             await self._discard(owned)
@@ -368,3 +360,21 @@ class AsyncReferenceClient(_Base):
         target = self._detach(owned)
         if target is not None:
             await target.aclose()
+
+
+@contextlib.contextmanager
+def _failures(run: AttemptRun, wd: Watchdog | AsyncWatchdog) -> Iterator[None]:
+    """Whatever sending or reading raises is the machine's to classify (the verdict)."""
+    try:
+        yield
+    except Exception as exc:
+        run.failed(exc, wd.expired())
+
+
+def _fed(run: AttemptRun, wd: Watchdog | AsyncWatchdog, chunk: bytes) -> bool:
+    """One chunk to the machine, its activity to the watchdog; False once the attempt is
+    retired (whatever is still buffered is dropped)."""
+    if not run.alive:
+        return False
+    wd.report(run.receive(chunk))
+    return True

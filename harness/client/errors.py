@@ -94,6 +94,12 @@ class HarnessError(Exception):
         self.deadline = deadline
         self.deadline_s = deadline_s
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # the kind is the class's name in snake case (a class may set its own: StallError)
+        if "kind" not in cls.__dict__:
+            cls.kind = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
     def is_retryable(self) -> bool:
         return self.retryable
 
@@ -124,32 +130,23 @@ class HarnessError(Exception):
 class TransportError(HarnessError):
     """The connection failed underneath the request."""
 
-    kind = "transport_error"
     retryable = True
 
 
 class ConnectError(TransportError):
     """Could not connect: refused, unreachable, or the connect timeout ran out."""
 
-    kind = "connect_error"
-
 
 class PeerClosed(TransportError):
     """The peer closed the connection (FIN) before the response was complete."""
-
-    kind = "peer_closed"
 
 
 class PeerReset(TransportError):
     """The peer reset the connection (RST): ECONNRESET or EPIPE."""
 
-    kind = "peer_reset"
-
 
 class DeadPeer(TransportError):
     """The kernel declared the peer dead (ETIMEDOUT from keepalive or TCP_USER_TIMEOUT)."""
-
-    kind = "dead_peer"
 
 
 class StallError(HarnessError):
@@ -162,32 +159,24 @@ class StallError(HarnessError):
 class FirstByteTimeout(StallError):
     """No stream activity arrived within ``first_byte_s`` of the attempt starting."""
 
-    kind = "first_byte_timeout"
-
 
 class StreamIdleTimeout(StallError):
     """The stream went silent for ``stream_idle_s`` after it had started."""
-
-    kind = "stream_idle_timeout"
 
 
 class StaleCall(StallError):
     """No content progress for ``stale_call_s``, even if keep-alive comments arrived."""
 
-    kind = "stale_call"
-
 
 class HardCeiling(StallError):
     """The whole call, over every attempt and wait, exceeded ``hard_ceiling_s``."""
 
-    kind = "hard_ceiling"
     retryable = False
 
 
 class ProtocolError(HarnessError):
     """Bytes arrived but they do not make a complete, decodable answer."""
 
-    kind = "protocol_error"
     retryable = True
 
 
@@ -195,19 +184,13 @@ class TruncatedStream(ProtocolError):
     """The body ended without its terminal marker ([DONE] / finish_reason,
     response.completed, message_stop), even if it ended "cleanly" on FIN."""
 
-    kind = "truncated_stream"
-
 
 class MalformedEvent(ProtocolError):
     """An SSE event (or a non-streamed body) could not be decoded."""
 
-    kind = "malformed_event"
-
 
 class ProviderError(HarnessError):
     """The provider answered with an HTTP error status."""
-
-    kind = "provider_error"
 
     def __init__(
         self,
@@ -237,8 +220,6 @@ class ProviderError(HarnessError):
 
 class RetriesExhausted(HarnessError):
     """The retry policy gave up; ``attempts`` holds every attempt's error, in order."""
-
-    kind = "retries_exhausted"
 
     def __init__(self, message: str, *, attempts: Sequence[HarnessError], **kwargs: Any) -> None:
         super().__init__(message, **kwargs)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.environment import Environment
+from harness.vocab.deadlines import DEADLINES, OPTIONAL_SECONDS
 
 __all__ = [
     "DEFAULT_BACKOFF_INITIAL_S",
@@ -71,9 +72,6 @@ DEFAULT_RETRY_AFTER_MAX_S = 60.0
 #: Characters per token for the prompt-size estimate (the seed's rule of thumb).
 CHARS_PER_TOKEN = 4
 
-_DEADLINES = ("first_byte_s", "stream_idle_s", "stale_call_s", "hard_ceiling_s")
-_OPTIONAL_SECONDS = (*_DEADLINES, "connect_timeout_s", "read_timeout_s", "tcp_user_timeout_s")
-
 
 class SettingsError(ValueError):
     """A setting has a value we cannot use; names the field and what is allowed."""
@@ -109,7 +107,7 @@ class ClientSettings:
     retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
 
     def __post_init__(self) -> None:
-        for name in _OPTIONAL_SECONDS:
+        for name in OPTIONAL_SECONDS:
             object.__setattr__(self, name, _optional_seconds(name, getattr(self, name)))
         for name in ("idle_counts_comments", "keepalive"):
             if not isinstance(getattr(self, name), bool):
@@ -157,7 +155,7 @@ class ClientSettings:
 
     def enabled_deadlines(self) -> dict[str, float]:
         """Only the deadlines that are set: ``{"first_byte_s": 120.0, ...}``."""
-        return {n: getattr(self, n) for n in _DEADLINES if getattr(self, n) is not None}
+        return {n: getattr(self, n) for n in DEADLINES if getattr(self, n) is not None}
 
     def __repr__(self) -> str:
         parts = []

@@ -37,6 +37,7 @@ from typing import Any
 from harness.client import terminal
 from harness.client.assembly import ToolCall, ToolCalls
 from harness.client.errors import MalformedEvent, ProviderError, TruncatedStream
+from harness.json_text import OUT, JsonScan
 from harness.sse import Comment, Event
 
 __all__ = [
@@ -322,22 +323,11 @@ def _unclosed(text: str) -> bool:
     body = text.strip()
     if not body.startswith(("{", "[")):
         return False
-    depth, in_string, escaped = 0, False, False
+    scan, depth = JsonScan(), 0
     for ch in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return in_string or depth > 0
+        if scan.step(ch) == OUT:
+            depth += (ch in "{[") - (ch in "}]")
+    return scan.in_string or depth > 0
 
 
 def _json(data: str) -> dict[str, Any]:

@@ -159,27 +159,7 @@ class TransportFactory:
         api_key: str,
         sdk_kwargs: Mapping[str, Any],
         settings: ClientSettings,
-    ) -> OwnedClient:
-        return self._build(base_url, api_key, sdk_kwargs, settings, is_async=False)
-
-    def build_async(
-        self,
-        *,
-        base_url: str,
-        api_key: str,
-        sdk_kwargs: Mapping[str, Any],
-        settings: ClientSettings,
-    ) -> OwnedClient:
-        return self._build(base_url, api_key, sdk_kwargs, settings, is_async=True)
-
-    def _build(
-        self,
-        base_url: str,
-        api_key: str,
-        sdk_kwargs: Mapping[str, Any],
-        settings: ClientSettings,
-        *,
-        is_async: bool,
+        is_async: bool = False,
     ) -> OwnedClient:
         """One SDK client with its own httpx client; only the classes differ by flavour."""
         kwargs = self._sdk_kwargs(base_url, api_key, sdk_kwargs, settings)

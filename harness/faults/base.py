@@ -221,6 +221,21 @@ class Action:
 ACTIONS: dict[str, type[Action]] = {}
 
 
+@dataclass(frozen=True)
+class EventEdit(Action):
+    """An action on the stream's events (``event:N`` only) after which it goes on."""
+
+    phases: ClassVar[tuple[str, ...]] = ("event",)
+    terminal: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class ContentEdit(EventEdit):
+    """An event edit whose stream can end "complete" with its content altered."""
+
+    alters_content: ClassVar[bool] = True
+
+
 def register(cls: type[Action]) -> type[Action]:
     """Class decorator: make ``cls`` usable as ``action = cls.name`` in a script."""
     if not cls.name or cls.name in ACTIONS:

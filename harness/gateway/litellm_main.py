@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness import tcpstate
+from harness.foreground import stop_process
 from harness.gateway.litellm_proxy import (
     CLIENT_LEGS,
     DEFAULT_SAMPLE_INTERVAL_S,
@@ -83,12 +84,7 @@ def main() -> int:
             )
             _serve(proto, relay, proxy_port)
         finally:
-            proxy.terminate()
-            try:
-                proxy.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proxy.kill()
-                proxy.wait()
+            stop_process(proxy, 10)
             relay.close()
     return 0
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from harness.live.budget import run_sequences
 from harness.live.cases import (
     CaseResult,
     ChatCase,
@@ -102,41 +103,33 @@ def run_tier(
     reference client, closed afterwards) within ``config.run_ceiling_s``."""
     factory = client_factory or make_reference_client
     redactor = redactor or Redactor([config.api_key])
-    start = clock()
-    deadline = start + config.run_ceiling_s
-    results: list[CaseResult] = []
-    for cases in sequences:
-        if clock() >= deadline:
-            results.extend(not_run(case, "run_ceiling") for case in cases)
-            continue
+
+    def run_one(cases: Sequence[ChatCase], deadline: float) -> list[CaseResult]:
         try:
             client = factory(config)
         # The cases of this sequence fail with the (redacted) reason; the run goes on.
         except Exception as exc:  # noqa: BLE001
-            results.extend(
+            return [
                 not_run(case, "client_build_failed", redactor.error_text(exc)) for case in cases
-            )
-            continue
+            ]
         try:
-            results.extend(
-                run_cases(
-                    cases,
-                    client=client,
-                    config=config,
-                    redactor=redactor,
-                    before_call=before_call,
-                    run_deadline=deadline,
-                    clock=clock,
-                )
+            return run_cases(
+                cases,
+                client=client,
+                config=config,
+                redactor=redactor,
+                before_call=before_call,
+                run_deadline=deadline,
+                clock=clock,
             )
         finally:
             client.close()
-    return LiveRun(
-        mode=mode,
-        model=config.model,
-        base_url=redactor.redact(config.base_url),
-        cases=tuple(results),
-        elapsed_s=clock() - start,
+
+    def over_budget(cases: Sequence[ChatCase]) -> list[CaseResult]:
+        return [not_run(case, "run_ceiling") for case in cases]
+
+    return run_sequences(
+        config, sequences, run_one, over_budget, mode=mode, redactor=redactor, clock=clock
     )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.environment import read_environment
+from harness.live.budget import run_sequences
 from harness.live.cases import (
     CaseResult,
     Expectation,
@@ -107,31 +108,25 @@ def run_target_tier(
     """Run every sequence through ``target`` within ``config.run_ceiling_s``; a sequence
     is killed after ``config.call_ceiling_s`` per chat plus ``ceiling_margin_s``."""
     redactor = redactor or Redactor([config.api_key])
-    start = clock()
-    deadline = start + config.run_ceiling_s
-    results: list[CaseResult] = []
-    for seq in sequences:
-        if clock() >= deadline:
-            results.append(
-                _sequence_failed(
-                    target,
-                    seq,
-                    "run_ceiling",
-                    "not started: the run's time budget is spent",
-                    redactor,
-                )
-            )
-            continue
+
+    def run_one(seq: TargetSequence, deadline: float) -> list[CaseResult]:
         if before_sequence is not None:
             before_sequence(seq)
         ceiling = config.call_ceiling_s * seq.calls + ceiling_margin_s
-        results.extend(_run_sequence(config, target, seq, environ, ci, redactor, ceiling, clock))
-    return LiveRun(
+        return _run_sequence(config, target, seq, environ, ci, redactor, ceiling, clock)
+
+    def over_budget(seq: TargetSequence) -> list[CaseResult]:
+        why = "not started: the run's time budget is spent"
+        return [_sequence_failed(target, seq, "run_ceiling", why, redactor)]
+
+    return run_sequences(
+        config,
+        sequences,
+        run_one,
+        over_budget,
         mode=mode,
-        model=config.model,
-        base_url=redactor.redact(config.base_url),
-        cases=tuple(results),
-        elapsed_s=clock() - start,
+        redactor=redactor,
+        clock=clock,
         targets=(target,),
     )
 

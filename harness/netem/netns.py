@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from harness.foreground import alive
 from harness.netem.prereq import PROJECT_ROOT
 
 __all__ = [
@@ -234,7 +235,7 @@ def cleanup_stale() -> list[str]:
     for line in out.stdout.splitlines():
         name = line.split(" ", 1)[0].strip()
         m = _NAME_RE.match(name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             _delete_namespace(name)
             removed.append(name)
     return removed
@@ -312,16 +313,6 @@ def _delete_namespace(ns: str) -> None:
     except KernelNetemError:
         if os.path.exists(f"/run/netns/{ns}"):
             raise
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _setns(ns: str) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.faults.network.toxics import Toxic
+from harness.foreground import stop_process
 
 __all__ = [
     "DEFAULT_READY_TIMEOUT_S",
@@ -107,12 +108,7 @@ class ToxiproxyServer:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 5)
 
     def version(self) -> str:
         return str(self._call(lambda tp, api: api.get("/version").json().get("version", "")))

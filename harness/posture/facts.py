@@ -31,6 +31,7 @@ Not here: reading (``harness.posture.reader``), sampling during a case
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,12 +73,7 @@ class Keepalive:
     count: int | Unknown | None = UNKNOWN
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "idle_s": self.idle_s,
-            "interval_s": self.interval_s,
-            "count": self.count,
-        }
+        return dataclasses.asdict(self)  # every field, as it is
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,27 +16,26 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.foreground import EXIT_USAGE, add_port, add_time_scale, run_in_foreground
+from harness.foreground import (
+    EXIT_USAGE,
+    add_port,
+    add_time_scale,
+    add_upstream,
+    parse_and_run,
+    port_error,
+    run_in_foreground,
+)
 
 __all__ = ["add_arguments", "main", "run_proxy"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="harness proxy",
-        description="Inject scripted faults into a live provider's stream.",
-    )
-    add_arguments(parser)
-    return run_proxy(parser.parse_args(list(argv or [])))
+    description = "Inject scripted faults into a live provider's stream."
+    return parse_and_run(argv, "harness proxy", description, add_arguments, run_proxy)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--upstream",
-        required=True,
-        metavar="URL",
-        help="the provider's base URL, e.g. https://openrouter.ai/api/v1",
-    )
+    add_upstream(parser, example=", e.g. https://openrouter.ai/api/v1")
     parser.add_argument(
         "--script", metavar="FILE", help="fault script, TOML or JSON (default: no faults)"
     )
@@ -55,8 +54,9 @@ def run_proxy(
 
     out, err = out or sys.stdout, err or sys.stderr
     prog = "harness proxy"
-    if not 0 <= args.port <= 65535:
-        print(f"{prog}: --port: {args.port} is not valid; allowed: 0..65535", file=err)
+    problem = port_error(args.port)
+    if problem is not None:
+        print(f"{prog}: {problem}", file=err)
         return EXIT_USAGE
     if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
         print(

@@ -13,27 +13,26 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.foreground import EXIT_USAGE, add_port, run_in_foreground
+from harness.foreground import (
+    EXIT_USAGE,
+    add_port,
+    add_upstream,
+    parse_and_run,
+    port_error,
+    run_in_foreground,
+)
 
 __all__ = ["add_arguments", "main", "run_record"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="harness record",
-        description="Record real traffic: a proxy that writes one cassette per exchange.",
-    )
-    add_arguments(parser)
-    return run_record(parser.parse_args(list(argv or [])))
+    description = "Record real traffic: a proxy that writes one cassette per exchange."
+    return parse_and_run(argv, "harness record", description, add_arguments, run_record)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--upstream",
-        required=True,
-        metavar="URL",
-        help="the provider's base URL as a client would configure it, "
-        "e.g. https://openrouter.ai/api/v1",
+    add_upstream(
+        parser, example=" as a client would configure it, e.g. https://openrouter.ai/api/v1"
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for the cassettes")
     add_port(parser)
@@ -46,8 +45,9 @@ def run_record(
     from harness.server.fault_server import ServerError
 
     out, err = out or sys.stdout, err or sys.stderr
-    if not 0 <= args.port <= 65535:
-        print(f"harness record: --port: {args.port} is not valid; allowed: 0..65535", file=err)
+    problem = port_error(args.port)
+    if problem is not None:
+        print(f"harness record: {problem}", file=err)
         return EXIT_USAGE
     try:
         recorder = Recorder(args.upstream, out_dir=args.out, port=args.port)

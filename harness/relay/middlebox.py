@@ -266,11 +266,7 @@ class Relay(LoopService):
             c.bytes_down += len(data)
             c.last_upstream = time.monotonic()
             c.record_data("client", "bytes_down", len(data), c.bytes_down)
-            try:
-                c.c_writer.write(data)
-                await c.c_writer.drain()
-            except OSError as exc:
-                c.record("client", "reset", f"writing to client: {type(exc).__name__}: {exc}")
+            if not await _forward(c, "client", c.c_writer, data, "to client"):
                 c.abort_upstream()
                 return
             async with self._changed:
@@ -309,11 +305,7 @@ class Relay(LoopService):
                 continue
             c.bytes_up += len(data)
             c.record_data("upstream", "bytes_up", len(data), c.bytes_up)
-            try:
-                c.u_writer.write(data)
-                await c.u_writer.drain()
-            except OSError as exc:
-                c.record("upstream", "reset", f"writing upstream: {type(exc).__name__}: {exc}")
+            if not await _forward(c, "upstream", c.u_writer, data, "upstream"):
                 return
 
     async def _idle_watch(self, c: Connection) -> None:
@@ -344,3 +336,16 @@ class Relay(LoopService):
             coro.close()
             raise RelayError("relay is not running (use it as a context manager)")
         return self._loop_thread.call(coro, timeout_s=DEFAULT_READY_TIMEOUT_S)
+
+
+async def _forward(
+    c: Connection, leg: str, writer: asyncio.StreamWriter, data: bytes, where: str
+) -> bool:
+    """Write ``data`` on along ``leg``; False when the write fails (recorded as its reset)."""
+    try:
+        writer.write(data)
+        await writer.drain()
+    except OSError as exc:
+        c.record(leg, "reset", f"writing {where}: {type(exc).__name__}: {exc}")
+        return False
+    return True

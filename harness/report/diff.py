@@ -29,14 +29,13 @@ Not here: rendering (``harness.report.diff_markdown``), the command (``harness.c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.report.common import fmt_seconds
-from harness.report.json_report import FORMAT, ReportError
+from harness.report.json_report import ReportError, read_report
 
 __all__ = [
     "DEFAULT_LATENCY_NOISE_RATIO",
@@ -184,21 +183,7 @@ class ReportDiff:
 
 def load_report(path: str | Path) -> dict[str, Any]:
     """The raw JSON of one harness report; :class:`ReportError` naming the file if not."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: not a JSON report: {exc}") from None
-    if (
-        not isinstance(data, dict)
-        or data.get("format") != FORMAT
-        or not isinstance(data.get("results"), list)
-    ):
-        raise ReportError(
-            f"{path}: not a harness JSON report (format {FORMAT} with a results list)"
-        )
+    data = read_report(path)
     for i, entry in enumerate(data["results"]):
         if not (
             isinstance(entry, dict)

@@ -25,6 +25,7 @@ __all__ = [
     "load_json",
     "load_wall_times",
     "merge_json",
+    "read_report",
     "render_json",
     "write_json",
 ]
@@ -79,16 +80,15 @@ def load_wall_times(path: str | Path) -> dict[str, float]:
     return {str(t): float(s) for t, s in wall.items() if isinstance(s, int | float)}
 
 
-def load_json(path: str | Path) -> list[Any]:
-    """The :class:`~harness.runner.CaseResult` list of one JSON report."""
-    from harness.runner import CaseResult
-
+def read_report(path: str | Path) -> dict[str, Any]:
+    """The raw JSON of one report, of this format with a results list; else
+    :class:`ReportError` naming the file."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ReportError(f"{path}: no such file") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: not a JSON report: {exc}") from None
     if (
         not isinstance(data, dict)
@@ -98,6 +98,14 @@ def load_json(path: str | Path) -> list[Any]:
         raise ReportError(
             f"{path}: not a harness JSON report (format {FORMAT} with a results list)"
         )
+    return data
+
+
+def load_json(path: str | Path) -> list[Any]:
+    """The :class:`~harness.runner.CaseResult` list of one JSON report."""
+    from harness.runner import CaseResult
+
+    data = read_report(path)
     try:
         return [CaseResult.from_dict(item) for item in data["results"]]
     except (KeyError, TypeError, ValueError) as exc:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
-from harness.foreground import EXIT_OK, EXIT_USAGE, add_port, add_time_scale, run_in_foreground
+from harness.foreground import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_port,
+    add_time_scale,
+    port_error,
+    run_in_foreground,
+)
 from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
 __all__ = [
@@ -94,8 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def argument_error(args: argparse.Namespace) -> str | None:
     """What is wrong with parsed :func:`add_arguments` options (one line), or None."""
-    if not 0 <= args.port <= 65535:
-        return f"--port: {args.port} is not valid; allowed: 0..65535"
+    problem = port_error(args.port)
+    if problem is not None:
+        return problem
     if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
         return f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0"
     return None

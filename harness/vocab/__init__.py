@@ -6,6 +6,7 @@ writes them out again (the import contract puts this package under every other l
     apis.py       the provider APIs: name, request path, terminal and keep-alive events
     dialects.py   the dialect profiles of real servers and which APIs each one speaks
     statuses.py   the HTTP statuses a retry can fix, and those it cannot
+    deadlines.py  the reference stack's deadline settings, by name
 
 Where to add one (one edit in one module): an API is one :class:`~harness.vocab.apis.Api`
 row in ``apis.API_TABLE``; a dialect is one entry of ``dialects.PROFILES`` (its ``apis``

@@ -36,6 +36,29 @@ def test_tree_matches_the_design() -> None:
     assert not e.HardCeiling.retryable and e.FirstByteTimeout.retryable
 
 
+def test_every_kind_is_stable() -> None:
+    # reports and expectations name errors by kind: a renamed class must not rename it
+    kinds = {name: getattr(errors, name).kind for name in errors.__all__ if name[0].isupper()}
+    assert kinds == {
+        "ConnectError": "connect_error",
+        "DeadPeer": "dead_peer",
+        "FirstByteTimeout": "first_byte_timeout",
+        "HardCeiling": "hard_ceiling",
+        "HarnessError": "harness_error",
+        "MalformedEvent": "malformed_event",
+        "PeerClosed": "peer_closed",
+        "PeerReset": "peer_reset",
+        "ProtocolError": "protocol_error",
+        "ProviderError": "provider_error",
+        "RetriesExhausted": "retries_exhausted",
+        "StaleCall": "stale_call",
+        "StallError": "stall",
+        "StreamIdleTimeout": "stream_idle_timeout",
+        "TransportError": "transport_error",
+        "TruncatedStream": "truncated_stream",
+    }
+
+
 def test_sync_read_timeout_with_kernel_etimedout_is_dead_peer() -> None:
     # sync httpx: socket.timeout is TimeoutError, and so is the kernel's ETIMEDOUT.
     exc = _wrapped(

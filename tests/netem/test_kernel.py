@@ -20,6 +20,7 @@ from harness.faults.network.kernel import (
     kernel_settings_from_dict,
 )
 from harness.faults.network.trigger import Trigger
+from harness.foreground import alive
 from harness.netem import netns as lifecycle
 from harness.netem.deadpeer import run_dead_peer
 from harness.netem.netns import NetnsPair, cleanup_stale
@@ -114,7 +115,7 @@ def test_server_in_namespace_a_is_reachable_from_b_only(netns) -> None:
 @pytest.mark.netem
 @pytest.mark.timeout(30)
 def test_cleanup_stale_removes_namespaces_of_dead_runs_only(netns) -> None:
-    dead_pid = next(p for p in range(4_194_000, 4_194_300) if not lifecycle._pid_alive(p))
+    dead_pid = next(p for p in range(4_194_000, 4_194_300) if not alive(p))
     stale = f"hx-{dead_pid}-1-a"
     subprocess.run(["ip", "netns", "add", stale], check=True)
     try:

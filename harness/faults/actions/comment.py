@@ -5,19 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, FaultSpecError, Site, check_count, register
+from harness.faults.base import EventEdit, FaultSpecError, Site, check_count, register
 from harness.faults.units import Unit, index_of
 
 
 @register
 @dataclass(frozen=True)
-class Comment(Action):
+class Comment(EventEdit):
     """Insert ``count`` SSE comment lines ``: text`` before counted unit N (OpenRouter
     sends ``: OPENROUTER PROCESSING`` while a model warms up). Never counted."""
 
     name: ClassVar[str] = "comment"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
     text: str = "OPENROUTER PROCESSING"
     count: int = 1
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from harness.faults.base import Action, Site, check_choice, register
 from harness.faults.units import Unit, index_of
+from harness.json_text import OPEN, JsonScan
 
 ENDS = ("truncate", "fin", "rst")
 
@@ -69,20 +70,12 @@ class CutToolCall(Action):
 def _fits(prefix: str, at: str) -> bool:
     """Does JSON text ``prefix`` end inside a string value (``string``) or between
     tokens of an unfinished document (``json``)?"""
-    in_string = escaped = is_value = False
-    last = ""
+    scan, is_value, last = JsonScan(), False, ""
     for ch in prefix:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string, is_value = True, last == ":"
+        if scan.step(ch) == OPEN:
+            is_value = last == ":"
         if not ch.isspace():
             last = ch
     if at == "string":
-        return in_string and is_value and not escaped and prefix[-1] != '"'
-    return not in_string and prefix.rstrip()[-1:] in (",", ":", "{")
+        return scan.in_string and is_value and not scan.escaped and prefix[-1] != '"'
+    return not scan.in_string and prefix.rstrip()[-1:] in (",", ":", "{")

@@ -5,21 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, FaultSpecError, Site, register
+from harness.faults.base import ContentEdit, FaultSpecError, Site, register
 from harness.faults.units import Unit, event_name, index_of
 
 
 @register
 @dataclass(frozen=True)
-class DropEvent(Action):
+class DropEvent(ContentEdit):
     """Leave out counted unit N, or with ``type`` the first event at or after it of that
     type (``[DONE]``, ``response.completed``, ``message_stop``, ``message_delta``...;
     ``terminal``: the API's terminal event). The body ends normally otherwise."""
 
     name: ClassVar[str] = "drop_event"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
-    alters_content: ClassVar[bool] = True
     type: str = ""
 
     def __post_init__(self) -> None:

@@ -5,22 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, FaultSpecError, Site, register
+from harness.faults.base import ContentEdit, FaultSpecError, Site, register
 from harness.faults.units import Unit, drop_key, index_of, load, rewrite
 
 
 @register
 @dataclass(frozen=True)
-class DropField(Action):
+class DropField(ContentEdit):
     """Remove ``field`` (``finish_reason``, ``usage``, ``stop_reason``, ``id``, ...) from
     the first event at or after counted unit N where it has a value (searched
     depth-first; a null is not a value).
     Not terminal: every event is still sent."""
 
     name: ClassVar[str] = "drop_field"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
-    alters_content: ClassVar[bool] = True
     field: str = "finish_reason"
 
     def __post_init__(self) -> None:

@@ -5,20 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, Site, register
+from harness.faults.base import ContentEdit, Site, register
 from harness.faults.units import Unit, index_of
 
 
 @register
 @dataclass(frozen=True)
-class DuplicateEvent(Action):
+class DuplicateEvent(ContentEdit):
     """Send counted unit N twice in a row (the copy is not counted), as a retrying
     proxy that replays a chunk does."""
 
     name: ClassVar[str] = "duplicate_event"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
-    alters_content: ClassVar[bool] = True
 
     def edit_units(self, units: list[Unit], n: int, plan: Any) -> list[Unit]:
         i = index_of(units, n)

@@ -5,18 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, FaultSpecError, Site, register
+from harness.faults.base import EventEdit, FaultSpecError, Site, register
 
 
 @register
 @dataclass(frozen=True)
-class Malformed(Action):
+class Malformed(EventEdit):
     """Send one ``data:`` line of broken JSON before counted unit N, then continue the
     stream. The inserted unit is not counted."""
 
     name: ClassVar[str] = "malformed"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
     corrupting: ClassVar[bool] = True
     payload: str = '{"id": "chatcmpl-broken", "choices": [{"delta": {"content": "x"'
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Action, Site, register
+from harness.faults.base import ContentEdit, Site, register
 from harness.faults.units import Unit, index_of
 
 
 @register
 @dataclass(frozen=True)
-class SwapEvents(Action):
+class SwapEvents(ContentEdit):
     """Send counted unit N+1 before counted unit N (both still counted)."""
 
     name: ClassVar[str] = "swap_events"
-    phases: ClassVar[tuple[str, ...]] = ("event",)
-    terminal: ClassVar[bool] = False
-    alters_content: ClassVar[bool] = True
     edit_lookahead: ClassVar[int | None] = 1
 
     def edit_units(self, units: list[Unit], n: int, plan: Any) -> list[Unit]:

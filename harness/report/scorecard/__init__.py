@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.report.common import fmt_seconds, target_label
+
 __all__ = [
     "NO_VERDICT",
     "VERDICTS",
@@ -81,6 +83,14 @@ class TargetTotals:
         """What the run time is: `` wall`` (measured around the target's run), or
         `` (sum of cases, not wall time)`` from reports that carry no wall time."""
         return " wall" if self.run_time_kind == "wall" else " (sum of cases, not wall time)"
+
+    def row(self) -> tuple[str, ...]:
+        """The totals table's row, as every rendering shows it: target, pass, safe, fail,
+        not run, run time."""
+        c = self.counts
+        counts = (c.get("pass", 0), c.get("safe", 0), c.get("fail", 0), self.not_run)
+        run_time = fmt_seconds(self.run_s) + self.run_time_note
+        return (target_label(self.target), *map(str, counts), run_time)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from harness.report.common import fmt_seconds, target_label
+from harness.report.common import target_label
 from harness.report.scorecard import Cell, Scorecard, cell_text
 from harness.report.scorecard.picture import COLOURS
 
@@ -43,13 +43,9 @@ def render_html(scorecard: Scorecard, *, png: bytes | None = None) -> str:
         "<th>not run</th><th>run time</th></tr>",
     ]
     for t in scorecard.totals:
-        c = t.counts
-        not_run, kind = t.not_run, t.run_time_note
-        parts.append(
-            f"<tr><td>{escape(target_label(t.target))}</td><td class='num'>{c.get('pass', 0)}</td>"
-            f"<td class='num'>{c.get('safe', 0)}</td><td class='num'>{c.get('fail', 0)}</td>"
-            f"<td class='num'>{not_run}</td><td class='num'>{fmt_seconds(t.run_s)}{kind}</td></tr>"
-        )
+        label, *figures = t.row()
+        nums = "".join(f"<td class='num'>{escape(f)}</td>" for f in figures)
+        parts.append(f"<tr><td>{escape(label)}</td>{nums}</tr>")
     parts.append("</table>")
     if png is not None:
         data = base64.b64encode(png).decode("ascii")

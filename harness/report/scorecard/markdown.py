@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.report.common import fmt_seconds, target_label
+from harness.report.common import target_label
 from harness.report.scorecard import Cell, Scorecard
 
 __all__ = ["MARKS", "render_markdown"]
@@ -23,13 +23,7 @@ def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
         "| target | pass | safe | fail | not run | run time |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for t in scorecard.totals:
-        c = t.counts
-        not_run, kind = t.not_run, t.run_time_note
-        lines.append(
-            f"| {target_label(t.target)} | {c.get('pass', 0)} | {c.get('safe', 0)} | {c.get('fail', 0)} "
-            f"| {not_run} | {fmt_seconds(t.run_s)}{kind} |"
-        )
+    lines += ["| " + " | ".join(t.row()) + " |" for t in scorecard.totals]
     lines += [
         "",
         "| scenario | " + " | ".join(target_label(t) for t in scorecard.targets) + " |",

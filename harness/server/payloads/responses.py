@@ -109,49 +109,59 @@ def build(req: BuildInput) -> Units:
     ev("response.created", "open", response=response("in_progress", [], False))
     ev("response.in_progress", "open", response=response("in_progress", [], False))
     index = 0
+
+    def text_item(
+        added: dict[str, Any],
+        loc: dict[str, Any],
+        names: tuple[str, str],
+        part: dict[str, Any],
+        pieces: list[str],
+        unit_kind: str,
+        done: tuple[str, dict[str, Any], dict[str, Any]],
+        logprobs: bool = False,
+    ) -> None:
+        """An output item of one text part (the reasoning summary, the message): the item
+        and its part added, the text's deltas, then text, part and item done. ``names``:
+        the part's and the text's event names; ``done``: the text, the part, the item;
+        ``logprobs``: the message's text events carry an empty list of them."""
+        part_event, text_event = names
+        more: dict[str, Any] = {"logprobs": []} if logprobs else {}
+        text_done, part_done, item_done = done
+        ev("response.output_item.added", "open", output_index=index, item=added)
+        ev(f"response.{part_event}.added", "open", **loc, part=part)
+        deltas(f"response.{text_event}.delta", pieces, unit_kind, loc, after=more)
+        ev(f"response.{text_event}.done", "close", **loc, text=text_done, **more)
+        ev(f"response.{part_event}.done", "close", **loc, part=part_done)
+        ev("response.output_item.done", "close", output_index=index, item=item_done)
+
     if content.reasoning:
-        loc = {"item_id": rsid, "output_index": index, "summary_index": 0}
-        ev(
-            "response.output_item.added",
-            "open",
-            output_index=index,
-            item={"id": rsid, "type": "reasoning", "summary": []},
+        text_item(
+            {"id": rsid, "type": "reasoning", "summary": []},
+            {"item_id": rsid, "output_index": index, "summary_index": 0},
+            ("reasoning_summary_part", "reasoning_summary_text"),
+            {"type": "summary_text", "text": ""},
+            content.reasoning,
+            "reasoning",
+            (reasoning, summary_done, reasoning_item),
         )
-        ev(
-            "response.reasoning_summary_part.added",
-            "open",
-            **loc,
-            part={"type": "summary_text", "text": ""},
-        )
-        deltas("response.reasoning_summary_text.delta", content.reasoning, "reasoning", loc)
-        ev("response.reasoning_summary_text.done", "close", **loc, text=reasoning)
-        ev("response.reasoning_summary_part.done", "close", **loc, part=summary_done)
-        ev("response.output_item.done", "close", output_index=index, item=reasoning_item)
         index += 1
     if content.deltas:
-        loc = {"item_id": mid, "output_index": index, "content_index": 0}
-        ev(
-            "response.output_item.added",
-            "open",
-            output_index=index,
-            item={
+        text_item(
+            {
                 "id": mid,
                 "type": "message",
                 "status": "in_progress",
                 "role": "assistant",
                 "content": [],
             },
+            {"item_id": mid, "output_index": index, "content_index": 0},
+            ("content_part", "output_text"),
+            {"type": "output_text", "text": "", "annotations": []},
+            content.deltas,
+            "text",
+            (text, part_done, message_item),
+            logprobs=True,
         )
-        ev(
-            "response.content_part.added",
-            "open",
-            **loc,
-            part={"type": "output_text", "text": "", "annotations": []},
-        )
-        deltas("response.output_text.delta", content.deltas, "text", loc, after={"logprobs": []})
-        ev("response.output_text.done", "close", **loc, text=text, logprobs=[])
-        ev("response.content_part.done", "close", **loc, part=part_done)
-        ev("response.output_item.done", "close", output_index=index, item=message_item)
         index += 1
     for i, (call, item) in enumerate(zip(content.tool_calls, call_items, strict=True)):
         added = {**item, "status": "in_progress", "arguments": ""}

@@ -46,6 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from harness.foreground import alive
 from harness.targets import COMMAND_PREFIX
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 from harness.vocab.apis import APIS
@@ -192,7 +193,7 @@ class CommandTarget(Target):
             returncode = proc.wait()
             log.mark("exited", f"status {returncode}")
             self._reap_orphans()
-            if _group_alive(proc.pid):
+            if alive(proc.pid, group=True):
                 # Something the program started still runs: the guardian kills it when
                 # this child goes; the runner counts it as a leak meanwhile.
                 log.details["left_running"] = True
@@ -222,16 +223,6 @@ class CommandTarget(Target):
                 return
             if pid == 0:
                 return
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def program_env(job: Job) -> dict[str, str]:

@@ -16,18 +16,16 @@ Not here: the guard (``harness.guard``).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from harness.targets.base import EventLog, Job
-from harness.targets.clients.reference import scaled_settings
+from harness.targets.base import EventLog
+from harness.targets.clients.reference import job_settings
 
 __all__ = ["guard_settings", "reraise_typed"]
 
 
-def guard_settings(job: Job) -> Any:
-    from harness.client import ClientSettings
-
-    return ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
+#: the guard runs under the reference stack's settings for the job
+guard_settings = job_settings
 
 
 def reraise_typed(exc: BaseException, log: EventLog) -> NoReturn:

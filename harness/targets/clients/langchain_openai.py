@@ -36,8 +36,7 @@ class LangChainOpenAITarget(VenvTarget):
     package = "langchain_openai"
     child_env = {"LANGCHAIN_TRACING_V2": "false"}
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
-        self.check()
+    def run(self, job: Job, log: EventLog) -> CallResult:
         from langchain_openai import ChatOpenAI
 
         kwargs: dict[str, Any] = {

@@ -115,8 +115,7 @@ class LiteLLMTarget(VenvTarget):
     # prepare(): VenvTarget's warm-up, since litellm's first call builds its provider
     # maps and clients; pay that before "ready".
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
-        self.check()
+    def run(self, job: Job, log: EventLog) -> CallResult:
         try:
             # no rebuild: litellm keeps no client of ours (it caches its own, closed below)
             replies = run_calls(

@@ -51,8 +51,7 @@ class OpenAIAgentsTarget(VenvTarget):
     package = "agents"
     child_env = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
 
-    def call(self, job: Job, log: EventLog) -> CallResult:
-        self.check()
+    def run(self, job: Job, log: EventLog) -> CallResult:
         return _run(job, log)
 
 

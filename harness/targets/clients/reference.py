@@ -13,20 +13,25 @@ Not here: the client itself (``harness.client``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 from harness.targets.runtime.warmup import warm_up_target
+from harness.vocab.deadlines import DEADLINES
 
-__all__ = ["SCALED_SETTINGS", "ReferenceTarget", "scaled_settings"]
+__all__ = [
+    "SCALED_SETTINGS",
+    "ReferenceTarget",
+    "job_options",
+    "job_result",
+    "job_settings",
+    "scaled_settings",
+]
 
 #: ClientSettings fields that are durations in scenario seconds.
 SCALED_SETTINGS = (
-    "first_byte_s",
-    "stream_idle_s",
-    "stale_call_s",
-    "hard_ceiling_s",
+    *DEADLINES,
     "connect_timeout_s",
     "read_timeout_s",
     "backoff_initial_s",
@@ -44,14 +49,11 @@ class ReferenceTarget(Target):
         warm_up_target(self, apis=("chat", "responses"))
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        from harness.client import ClientSettings, ReferenceClient
+        from harness.client import ReferenceClient
 
-        settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
-        kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
-        if job.max_tokens is not None:
-            kwargs["max_tokens"] = job.max_tokens
+        kwargs = job_options(job)
         with ReferenceClient(
-            base_url=job.base_url, api_key=job.api_key, settings=settings
+            base_url=job.base_url, api_key=job.api_key, settings=job_settings(job)
         ) as client:
 
             def one() -> Any:
@@ -60,15 +62,36 @@ class ReferenceTarget(Target):
                 return reply
 
             replies = run_calls(job, log, one, rebuild=client.rebuild, label=call_label(job))
-        last = replies[-1]
-        return CallResult(
-            # tool calls as comparable text (harness.replies.render_tool_call)
-            text=last.text + rendered_calls(last),
-            finish_reason=last.finish_reason,
-            # every request of the job, so the runner can set it next to the server's count
-            attempts=sum(r.attempts for r in replies),
-            texts=tuple(r.text + rendered_calls(r) for r in replies),
-        )
+        return job_result(replies)
+
+
+def job_settings(job: Job) -> Any:
+    """The ``ClientSettings`` of ``job``: the defaults, its ``[watchdog]`` table over them,
+    durations scaled (what every target running the reference stack uses)."""
+    from harness.client import ClientSettings
+
+    return ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
+
+
+def job_options(job: Job) -> dict[str, Any]:
+    """``complete``'s options for ``job`` (``max_tokens`` only when the job sets one)."""
+    kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
+    if job.max_tokens is not None:
+        kwargs["max_tokens"] = job.max_tokens
+    return kwargs
+
+
+def job_result(replies: Sequence[Any]) -> CallResult:
+    """The result of a job's replies: the last one's text and finish reason, tool calls as
+    comparable text (without them a healthy tool-call reply looks truncated), and every
+    request of the job, so the runner can set it next to the server's count."""
+    last = replies[-1]
+    return CallResult(
+        text=last.text + rendered_calls(last),
+        finish_reason=last.finish_reason,
+        attempts=sum(r.attempts for r in replies),
+        texts=tuple(r.text + rendered_calls(r) for r in replies),
+    )
 
 
 def scaled_settings(

@@ -16,11 +16,15 @@ Not here: the guard (``harness.guard``), the driver (``hermes_driver``).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness.targets.base import CallResult, EventLog, Job, TargetUnsupported
-from harness.targets.hermes.target import DEFAULT_HERMES_PYTHON, DRIVER_PATH, HermesTarget
+from harness.targets.hermes.target import (
+    DEFAULT_HERMES_PYTHON,
+    DRIVER_PATH,
+    HermesTarget,
+    venv_reason,
+)
 
 __all__ = ["DEFAULT_GUARD_PYTHON", "PATCH_PATH", "HermesGuardTarget", "guard_unavailable_reason"]
 
@@ -44,11 +48,11 @@ class HermesGuardTarget(HermesTarget):
 
 def guard_unavailable_reason(python: Path = DEFAULT_GUARD_PYTHON) -> str | None:
     """Why ``hermes+guard`` cannot run here (None: it can). Looks on disk only."""
-    if not python.exists():
-        return f"patched hermes-agent virtualenv not found: {python} does not exist (run ci/setup)"
-    if not os.access(python, os.X_OK):
-        return f"hermes-agent python {python} is not executable"
-    venv = python.parent.parent
-    if not any(venv.glob("lib/python3*/site-packages/agent/http_client_factory.py")):
-        return f"hermes in {venv} is not patched with {PATCH_PATH.name} (run ci/setup)"
-    return None
+    return venv_reason(
+        python,
+        what="patched hermes-agent",
+        setup="run ci/setup",
+        module="agent/http_client_factory.py",
+        missing=f"hermes in {python.parent.parent} is not patched with {PATCH_PATH.name} "
+        "(run ci/setup)",
+    )

@@ -42,7 +42,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -77,6 +77,7 @@ __all__ = [
     "hermes_python",
     "run_hermes",
     "unavailable_reason",
+    "venv_reason",
 ]
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -165,17 +166,12 @@ class HermesCall:
             raise ValueError(f"time_scale: {self.time_scale!r} is not valid; allowed: a number > 0")
 
     def spec(self) -> dict[str, Any]:
-        """The driver's JSON spec (contains the api key: never log it)."""
+        """The driver's JSON spec: every field, as JSON (contains the api key: never log it)."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self)}
         return {
-            "base_url": self.base_url,
-            "api_key": self.api_key,
-            "model": self.model,
-            "api": self.api,
-            "provider": self.provider,
+            **plain,
             "turns": list(self.turns),
-            "rebuild_between_turns": self.rebuild_between_turns,
             "settings": dict(self.settings),
-            "time_scale": self.time_scale,
             "env": dict(self.env),
             "config": dict(self.config),
         }
@@ -216,16 +212,26 @@ def unavailable_reason(env: Environment | None = None) -> str | None:
     """Why the hermes target cannot run here, or None when it can. Cheap: looks for the
     interpreter and hermes's ``run_agent`` module on disk, starts nothing."""
     python = hermes_python(env)
+    return venv_reason(
+        python,
+        what="hermes-agent",
+        setup="run ci/setup, or set HARNESS_HERMES_PYTHON",
+        module="run_agent.py",
+        missing=f"hermes-agent is not installed in {python.parent.parent} (no run_agent module)",
+    )
+
+
+def venv_reason(python: Path, *, what: str, setup: str, module: str, missing: str) -> str | None:
+    """Why the virtualenv of ``python`` cannot run hermes (None: it can), from the disk
+    only: no interpreter, one that is not executable, or no ``module`` in its
+    site-packages (then ``missing`` says why)."""
     if not python.exists():
-        return (
-            f"hermes-agent virtualenv not found: {python} does not exist "
-            "(run ci/setup, or set HARNESS_HERMES_PYTHON)"
-        )
+        return f"{what} virtualenv not found: {python} does not exist ({setup})"
     if not os.access(python, os.X_OK):
         return f"hermes-agent python {python} is not executable"
     venv = python.parent.parent
-    if not any(venv.glob("lib/python3*/site-packages/run_agent.py")):
-        return f"hermes-agent is not installed in {venv} (no run_agent module)"
+    if not any(venv.glob(f"lib/python3*/site-packages/{module}")):
+        return missing
     return None
 
 

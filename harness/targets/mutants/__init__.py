@@ -5,30 +5,6 @@ themselves are :mod:`.seams` (imported only when a mutant stack is built).
 Not here: running the catalog against them (``harness.mutants_cli``).
 """
 
-from harness.targets.mutants.table import (
-    BASELINE_TARGET,
-    MUTANT_TARGETS,
-    MUTANTS,
-    POLL_INTERVAL_S,
-    DisabledDeadlineShown,
-    InvariantViolation,
-    KeepaliveNotSet,
-    Mutant,
-    StackTarget,
-    load_mutant_target,
-    mutant_components,
-)
-
-__all__ = [
-    "BASELINE_TARGET",
-    "MUTANTS",
-    "MUTANT_TARGETS",
-    "POLL_INTERVAL_S",
-    "DisabledDeadlineShown",
-    "InvariantViolation",
-    "KeepaliveNotSet",
-    "Mutant",
-    "StackTarget",
-    "load_mutant_target",
-    "mutant_components",
-]
+# the package's names are the module's: one list, its ``__all__``
+from harness.targets.mutants.table import *  # noqa: F403
+from harness.targets.mutants.table import __all__  # noqa: F401

@@ -35,7 +35,15 @@ def _closed_transport_reuse() -> Any:
     class SharedTransportFactory(TransportFactory):
         """#10933: the keepalive transport is injected into the caller's kwargs in place."""
 
-        def build(self, *, base_url: str, api_key: str, sdk_kwargs: Any, settings: Any) -> Any:
+        def build(
+            self,
+            *,
+            base_url: str,
+            api_key: str,
+            sdk_kwargs: Any,
+            settings: Any,
+            is_async: bool = False,  # mutant stacks run the sync client only
+        ) -> Any:
             options = self.socket_options(settings)
             if "http_client" not in sdk_kwargs:
                 # BUG: no defensive copy -- this lands in the client's stored kwargs, so

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+from harness.vocab.deadlines import DEADLINES
 
 __all__ = [
     "BASELINE_TARGET",
@@ -189,15 +190,18 @@ class StackTarget(Target):
             pass  # the warm-up only pays start-up costs; invariants are judged on real jobs
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        from harness.client import ClientSettings, ReferenceClient
-        from harness.targets.clients.reference import call_label, rendered_calls, scaled_settings
+        from harness.client import ReferenceClient
+        from harness.targets.clients.reference import (
+            call_label,
+            job_options,
+            job_result,
+            job_settings,
+        )
 
-        settings = ClientSettings(**scaled_settings(ClientSettings(), job.settings, job.time_scale))
+        settings = job_settings(job)
         probe = _Probe()
         components = probe.instrument(mutant_components(self.mutant))
-        kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
-        if job.max_tokens is not None:
-            kwargs["max_tokens"] = job.max_tokens
+        kwargs = job_options(job)
         replies: list[Any] = []
         error: BaseException | None = None
         with ReferenceClient(
@@ -222,15 +226,9 @@ class StackTarget(Target):
             raise violation from error
         if error is not None:
             raise error
-        last = replies[-1]
-        # tool calls as comparable text, as the reference target gives them: without it a
-        # healthy tool-call reply looked truncated and the baseline missed six scenarios
-        return CallResult(
-            text=last.text + rendered_calls(last),
-            finish_reason=last.finish_reason,
-            attempts=sum(r.attempts for r in replies),
-            texts=tuple(r.text + rendered_calls(r) for r in replies),
-        )
+        # as the reference target gives it (tool calls as text: without them the baseline
+        # once took healthy tool-call replies for truncated ones and missed six scenarios)
+        return job_result(replies)
 
 
 def mutant_components(name: str | None) -> Any:
@@ -271,13 +269,7 @@ class _Probe:
 
     def record_attempt(self, watchdog: Any) -> None:
         s = watchdog.state.settings
-        self.disabled.append(
-            {
-                n
-                for n in ("first_byte_s", "stream_idle_s", "stale_call_s", "hard_ceiling_s")
-                if getattr(s, n) is None
-            }
-        )
+        self.disabled.append({n for n in DEADLINES if getattr(s, n) is None})
         self.descriptions.append(watchdog.describe_now())
 
     def collect_sockets(self, client: Any) -> None:

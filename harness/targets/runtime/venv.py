@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from harness.targets.base import Target, TargetUnsupported
+from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
 from harness.targets.runtime.warmup import warm_up_target
 
 __all__ = ["CACHE_DIR", "VenvTarget", "venv_unavailable"]
@@ -71,3 +71,12 @@ class VenvTarget(Target):
         reason = self.unavailable()
         if reason is not None:
             raise TargetUnsupported(reason)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        """Every job: the venv checked first (skipped with the reason), then :meth:`run`."""
+        self.check()
+        return self.run(job, log)
+
+    def run(self, job: Job, log: EventLog) -> CallResult:
+        """The job's calls with the venv's library (each kind of target its own)."""
+        raise NotImplementedError
