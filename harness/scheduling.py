@@ -16,7 +16,8 @@ start-up here); among equals it moves to the target with the most estimated work
 per worker already on it, so the workers spread over the targets instead of all
 switching target at the same boundary (8 mutant stacks in one shared longest-first
 queue cost 4 workers a child start-up at nearly every target boundary). A target with
-``Target.max_parallel`` is taken by at most that many workers at once.
+``Target.max_parallel`` is taken by at most that many workers at once (and as many
+idle lanes: its expected hangs only wait).
 
 Not here: running a case (``harness.runner``, ``harness.lifecycle``).
 """
@@ -53,6 +54,8 @@ class CaseQueue:
         }
         #: worker -> the target it is on (its child's), for spreading the workers
         self._on: dict[str, str] = {}
+        #: worker -> its lane (the ``Target.max_parallel`` cap counts idle lanes apart)
+        self._lanes: dict[str, str] = {}
         for index, case in enumerate(cases):
             estimate = case.estimate_s
             kind = self._kind(case, estimate, settings)
@@ -94,6 +97,7 @@ class CaseQueue:
             if not self._groups[kind][target]:
                 del self._groups[kind][target]
             self._on[worker] = target
+            self._lanes[worker] = lane
             return index, case
 
     def peek(self, lane: str, worker: str, current: str | None) -> CasePlan | None:
@@ -106,8 +110,14 @@ class CaseQueue:
         if self._stopped:
             return None
         others = [t for w, t in self._on.items() if w != worker]
+        # The cap counts idle lanes apart: an expected hang only waits, so a target's
+        # hangs wait beside its running cases instead of queueing behind them.
+        idle = lane == "idle"
+        rivals = [
+            t for w, t in self._on.items() if w != worker and (self._lanes[w] == "idle") == idle
+        ]
         for kind in LANE_KINDS[lane]:
-            groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, others)}
+            groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, rivals)}
             if groups:
                 best = min(groups, key=lambda t: _rank(groups[t], t, current, others))  # noqa: B023 - called at once
                 return kind, best

@@ -40,7 +40,7 @@ from typing import Any
 
 from harness.server.apis import ReplyPlan
 from harness.server.connection import PeerGone
-from harness.server.holds import wait_at
+from harness.server.holds import stop_before_hold, wait_if_held
 from harness.server.pacing import plan_stretch, write_due
 from harness.server.wire import Exchange, end_body, framing_lines
 
@@ -201,12 +201,7 @@ class BodyWriter:
         return await self._finish()
 
     async def _hold(self, counted: int) -> None:
-        """Wait at a hold on ``counted`` units, if the runner put one there
-        (``harness.server.holds``: its network fault lands here, not some events later)."""
-        hold = self.ex.holds.take(counted) if self.ex.holds is not None and counted else None
-        if hold is not None:
-            await self.conn.drain()  # what was written before the point is on the wire
-            await wait_at(hold, self.ex.record)
+        await wait_if_held(self.ex.holds, counted, drain=self.conn.drain, record=self.ex.record)
 
     async def _finish(self) -> bool:
         return await end_body(self.ex, self.framing, self.sent)
@@ -223,9 +218,7 @@ class BodyWriter:
             return i
         f = self.fault
         stop = None if f is None or self.fired or self.at_end else f.phase.n
-        held = self.ex.holds.next_after(counted) if self.ex.holds is not None else None
-        if held is not None and (stop is None or held < stop):
-            stop = held
+        stop = stop_before_hold(self.ex.holds, counted, stop)
         room = None if self.declared is None else self.declared - self.sent
         units, j = self.units, i
         while j < len(units):

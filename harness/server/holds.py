@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-__all__ = ["HOLD_MAX_S", "Hold", "Holds"]
+__all__ = ["HOLD_MAX_S", "Hold", "Holds", "stop_before_hold", "wait_if_held"]
 
 #: The longest a body waits at a hold (real seconds): far above a fault's set-up time
 #: (a Toxiproxy API call, a relay mode switch), far below any case's ceiling.
@@ -119,9 +119,28 @@ class Holds:
         return None
 
 
-async def wait_at(hold: Hold, record: Callable[..., object]) -> None:
-    """Wait at ``hold``, recording ``held`` and ``released`` on the body's timeline."""
+async def wait_if_held(
+    holds: Holds | None,
+    counted: int,
+    *,
+    drain: Callable[[], Awaitable[object]],
+    record: Callable[..., object],
+) -> None:
+    """A body that has written ``counted`` units: wait there if a hold is on that point
+    (what was written before it on the wire first), recording ``held`` and ``released``."""
+    hold = holds.take(counted) if holds is not None and counted else None
+    if hold is None:
+        return
+    await drain()
     record("held", n=hold.n)
     start = time.monotonic()
     released = await hold.wait()
-    record("released", n=hold.n, waited_s=round(time.monotonic() - start, 6), timed_out=not released)
+    waited = round(time.monotonic() - start, 6)
+    record("released", n=hold.n, waited_s=waited, timed_out=not released)
+
+
+def stop_before_hold(holds: Holds | None, counted: int, stop: int | None) -> int | None:
+    """Where a stretch of writes from ``counted`` units must stop: ``stop`` (the fault's
+    point, or None), or the next hold's point when that comes first."""
+    held = holds.next_after(counted) if holds is not None else None
+    return held if held is not None and (stop is None or held < stop) else stop

@@ -215,3 +215,18 @@ def test_the_gateway_runs_its_whole_case_at_its_time_scale_floor():
     plan = plan_case(late, "litellm-proxy", RunSettings(time_scale=0.05))
     assert plan.time_scale == 0.25
     assert plan_case(late, "reference", RunSettings(time_scale=0.05)).time_scale == 0.05
+
+
+def test_the_cap_counts_idle_lanes_apart_so_a_capped_targets_hangs_wait_beside_it():
+    hang = {"rules": [{"fault": {"phase": "request", "action": "hang"}}]}
+    hangs = [
+        (make(f"h{i}", {"litellm-proxy": "hung"}, script=hang), "litellm-proxy") for i in range(3)
+    ]
+    cases = short_cases("litellm-proxy", 3) + hangs
+    queue = CaseQueue(cases, RunSettings(jobs=2, idle_lanes=4))
+    assert queue.count("idle") == 3
+    general = [queue.take("general", f"g{i}", None) for i in range(2)]
+    assert all(item is not None for item in general)
+    idle = [queue.take("idle", f"i{i}", None) for i in range(3)]
+    # two general workers and two idle lanes on the target, not four in all
+    assert [item is not None for item in idle] == [True, True, False]
