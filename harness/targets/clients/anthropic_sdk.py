@@ -8,7 +8,7 @@ backoff from ``INITIAL_RETRY_DELAY = 0.5`` s to ``MAX_RETRY_DELAY = 8`` s (honou
 
 A streamed call uses the SDK's documented helper, ``client.messages.stream(...)``,
 reading ``text_stream`` to its end and then ``get_final_message()`` for the stop
-reason; a call without a stream is ``client.messages.create(...)``. Sequential calls
+reason and the ``tool_use`` blocks (as an agent loop reads the tools to run); a call without a stream is ``client.messages.create(...)``. Sequential calls
 share one client; a rebuild closes it and makes a new one. The client is closed before
 returning, so leaks count what the SDK left behind.
 
@@ -17,8 +17,10 @@ Not here: any protection (``anthropic-sdk+guard`` wraps this SDK in ``harness.gu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from harness.replies import render_tool_call
 from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.runtime.warmup import warm_up_target
 from harness.targets.sdk_client import SDKClientTarget
@@ -29,6 +31,7 @@ __all__ = [
     "anthropic_base_url",
     "create_message",
     "message_kwargs",
+    "tool_uses",
 ]
 
 #: The Messages API requires ``max_tokens``; used when the scenario does not set one.
@@ -73,7 +76,18 @@ def create_message(client: Any, kwargs: dict[str, Any], log: EventLog) -> CallRe
     message = client.messages.create(**kwargs)
     log.mark("response")
     text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-    return CallResult(text=text, finish_reason=message.stop_reason)
+    return CallResult(text=text + tool_uses(message.content), finish_reason=message.stop_reason)
+
+
+def tool_uses(content: Any) -> str:
+    """A message's ``tool_use`` blocks rendered as the targets report tool calls; the SDK
+    hands back the parsed ``input``, written again as the provider wrote it (json.dumps,
+    key order kept)."""
+    return "".join(
+        render_tool_call(b.name, json.dumps(b.input, ensure_ascii=False))
+        for b in content
+        if getattr(b, "type", "") == "tool_use"
+    )
 
 
 def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
@@ -88,4 +102,6 @@ def _messages(client: Any, job: Job, log: EventLog) -> CallResult:
             log.mark("delta", f"{len(text)} chars")
         final = stream.get_final_message()
     log.mark("stream_end", f"stop_reason={final.stop_reason}")
-    return CallResult(text="".join(parts), finish_reason=final.stop_reason)
+    return CallResult(
+        text="".join(parts) + tool_uses(final.content), finish_reason=final.stop_reason
+    )

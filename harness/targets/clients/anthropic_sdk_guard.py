@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.replies import render_tool_call
 from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.clients.anthropic_sdk import create_message, message_kwargs
 from harness.targets.clients.guard_common import guard_settings, reraise_typed
@@ -61,16 +62,22 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
         if not job.stream:
             return create_message(client, kwargs, log)
         parts: list[str] = []
+        calls: dict[int, list[str]] = {}  # block index -> [tool name, partial JSON...]
         finish = None
         stream = client.messages.create(stream=True, **kwargs)
         log.mark("headers")
         with stream:
             for event in stream:
                 kind = getattr(event, "type", "")
-                if kind == "content_block_delta" and event.delta.type == "text_delta":
+                if kind == "content_block_start" and event.content_block.type == "tool_use":
+                    calls[event.index] = [event.content_block.name]
+                elif kind == "content_block_delta" and event.delta.type == "text_delta":
                     parts.append(event.delta.text)
                     log.mark("delta", f"{len(event.delta.text)} chars")
+                elif kind == "content_block_delta" and event.delta.type == "input_json_delta":
+                    calls.setdefault(event.index, [""]).append(event.delta.partial_json)
                 elif kind == "message_delta" and event.delta.stop_reason:
                     finish = event.delta.stop_reason
         log.mark("stream_end", f"finish_reason={finish}")
-        return CallResult(text="".join(parts), finish_reason=finish)
+        rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+        return CallResult(text="".join(parts) + rendered, finish_reason=finish)
