@@ -45,6 +45,8 @@ def test_the_body_stops_at_the_hold_until_released_and_records_both() -> None:
         release()
         reader.join(timeout=10)
         assert not reader.is_alive()
+        # the reader may have its [DONE] before the server records the end of the body
+        server.wait_for("response_done", timeout=10)
         kinds = [e.kind for e in server.timeline()]
         assert kinds.index("held") < kinds.index("released") < kinds.index("response_done")
         released = next(e for e in server.timeline() if e.kind == "released")
