@@ -32,6 +32,7 @@ def test_the_body_stops_at_the_hold_until_released_and_records_both() -> None:
     with FaultServer(script_from_dict({"events": 12})) as server:
         with httpx.Client(timeout=10) as client:  # the same reply, unheld
             client.post(server.base_url + "/chat/completions", json=BODY)
+        server.wait_for("response_done", timeout=10)  # every event of it recorded
         whole = len([e for e in server.timeline() if e.kind == "event_sent"])
         server.reset()
         release = server.hold(3)
