@@ -23,6 +23,7 @@ Not here: judging calls (``session``, ``targets``), rendering (``report``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -140,6 +141,19 @@ def dry_run_config(base_url: str, *, api_key: str = DRY_RUN_API_KEY) -> LiveConf
     )
 
 
+def _with_start_up(config: LiveConfig, target: str, sequences: int) -> LiveConfig:
+    """``config`` whose run ceiling also allows each sequence's child its declared start-up
+    (``Target.start_s``): the ceiling bounds calls, and a target whose import takes tens
+    of seconds on a loaded machine (litellm) spent the dry run's 60 s before its last
+    sequence started."""
+    from harness.targets import load_target
+
+    start_s = float(load_target(target).start_s)
+    if start_s <= 0:
+        return config
+    return dataclasses.replace(config, run_ceiling_s=config.run_ceiling_s + sequences * start_s)
+
+
 @contextmanager
 def fault_server() -> Iterator[FaultServer]:
     """An embedded fault server on 127.0.0.1 (imported lazily: only the dry run needs it)."""
@@ -224,7 +238,7 @@ def run_dry_targets(
             srv.load(FaultScript(content=seq.content or seq.word))
 
         return run_target_tier(
-            dry_run_config(srv.base_url, api_key=api_key),
+            _with_start_up(dry_run_config(srv.base_url, api_key=api_key), target, len(sequences)),
             target,
             sequences,
             mode="dry-run",
