@@ -78,17 +78,19 @@ class TcpWatcher:
             tcpstate.select(table, remote_port=self.remote_port) if self.remote_port else table
         )
         key = tuple((s.local_port, s.state, s.timer, s.retransmits, s.probes) for s in socks)
+        sample = None
+        with self._lock:
+            if key != self._last:
+                self._last = key
+                sample = TcpSample(time.monotonic(), socks)
+                self._samples.append(sample)
+        # After the append: a wait_gone() waiter then reads the "gone" sample among the
+        # samples (set before it, the waiter could read the list first: CI, 2026-12-02).
         if socks:
             self._gone.clear()
         else:
             self._gone.set()
-        with self._lock:
-            if key == self._last:
-                return None
-            self._last = key
-            sample = TcpSample(time.monotonic(), socks)
-            self._samples.append(sample)
-            return sample
+        return sample
 
     def wait_gone(self, timeout_s: float) -> bool:
         """Wait (sampling on the watcher's schedule) until a sample finds no socket; False
