@@ -119,9 +119,26 @@ class CaseQueue:
         for kind in LANE_KINDS[lane]:
             groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, rivals)}
             if groups:
-                best = min(groups, key=lambda t: _rank(groups[t], t, current, others))  # noqa: B023 - called at once
+                best = min(
+                    groups,
+                    key=lambda t: _rank(groups[t], t, current, others, self._capped_left(t)),  # noqa: B023 - called at once
+                )
                 return kind, best
         return None
+
+
+    def _capped_left(self, target: str) -> float:
+        """The wall time ``target``'s cases left need at the least if it has a
+        ``Target.max_parallel`` cap: their estimated work over the cap (idle lanes
+        apart); 0 for an uncapped target."""
+        cap = 0
+        work = 0.0
+        for kind in ("short", "long"):
+            group = self._groups[kind].get(target)
+            if group:
+                cap = group[0][2].target_cls.max_parallel
+                work += sum(item[0] for item in group)
+        return work / cap if cap > 0 else 0.0
 
 
 def _full(group: list[tuple[float, int, CasePlan]], target: str, others: list[str]) -> bool:
@@ -132,13 +149,18 @@ def _full(group: list[tuple[float, int, CasePlan]], target: str, others: list[st
 
 
 def _rank(
-    group: list[tuple[float, int, CasePlan]], target: str, current: str | None, others: list[str]
+    group: list[tuple[float, int, CasePlan]],
+    target: str,
+    current: str | None,
+    others: list[str],
+    capped_left: float = 0.0,
 ) -> tuple[float, float, str]:
-    """Sort key for the next target: the longest case first (a long case left for the
-    tail is the wall time), the worker's own target counted ``SWITCH_COST_S`` longer (a
+    """Sort key for the next target: the longest path first (a long case left for the
+    tail is the wall time, and so is the work of a target capped at a few workers:
+    ``capped_left``), the worker's own target counted ``SWITCH_COST_S`` longer (a
     switch costs a child start-up); then most estimated work left per worker on it, so
     workers spread over the targets; the name breaks ties, so the choice is
     deterministic."""
-    head = group[0][0] + (SWITCH_COST_S if target == current else 0.0)
+    head = max(group[0][0], capped_left) + (SWITCH_COST_S if target == current else 0.0)
     left = sum(item[0] for item in group) or float(len(group))
     return (-head, -left / (1 + others.count(target)), target)

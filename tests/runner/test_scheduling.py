@@ -230,3 +230,30 @@ def test_the_cap_counts_idle_lanes_apart_so_a_capped_targets_hangs_wait_beside_i
     idle = [queue.take("idle", f"i{i}", None) for i in range(3)]
     # two general workers and two idle lanes on the target, not four in all
     assert [item is not None for item in idle] == [True, True, False]
+
+
+def test_a_capped_target_with_more_work_than_its_cap_clears_goes_first():
+    # litellm-proxy (max_parallel 2): fourteen 1.2 s cases need 8.4 s of wall time on its
+    # two workers, more than the 6 s uncapped case; left to the tail, they were the run's end
+    # (a combined run: the gateway's cases began at 106 s of 309 s, behind hermes's)
+    long_relay = make(
+        "long",
+        {"reference": "ok"},
+        ceiling_s=480,  # a quarter of the 24 s ceiling at 0.05: 6 s
+        network={"backend": "relay", "relay": {"mode": "pass"}},
+    )
+    proxied = [
+        (make(f"p{i}", {"litellm-proxy": "ok"}, ceiling_s=3), "litellm-proxy") for i in range(14)
+    ]
+    settings = RunSettings(jobs=2, time_scale=0.05)
+    cases = [(long_relay, "reference"), *proxied]
+    planned = [plan_case(s, t, settings) for s, t in cases]
+    head = max(p.estimate_s for p in planned if p.target == "litellm-proxy")
+    work = sum(p.estimate_s for p in planned if p.target == "litellm-proxy")
+    reference = next(p.estimate_s for p in planned if p.target == "reference")
+    assert head < reference < work / 2  # the case this test is about
+    queue = CaseQueue(cases, settings)
+    assert queue.take("general", "w0", None)[1].target == "litellm-proxy"
+    assert queue.take("general", "w1", None)[1].target == "litellm-proxy"
+    # the cap reached, the third worker takes the long case
+    assert queue.take("general", "w2", None)[1].target == "reference"
