@@ -11,7 +11,6 @@ on stderr naming the file or option, the field and the allowed values, exit 2.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -24,6 +23,7 @@ from harness.foreground import (
     parse_and_run,
     port_error,
     run_in_foreground,
+    time_scale_error,
 )
 
 __all__ = ["add_arguments", "main", "run_proxy"]
@@ -54,14 +54,9 @@ def run_proxy(
 
     out, err = out or sys.stdout, err or sys.stderr
     prog = "harness proxy"
-    problem = port_error(args.port)
+    problem = port_error(args.port) or time_scale_error(args.time_scale)
     if problem is not None:
         print(f"{prog}: {problem}", file=err)
-        return EXIT_USAGE
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        print(
-            f"{prog}: --time-scale: {args.time_scale} is not valid; allowed: a number > 0", file=err
-        )
         return EXIT_USAGE
     try:
         script = load_script_file(args.script) if args.script else FaultScript()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from harness.foreground import (
     add_time_scale,
     port_error,
     run_in_foreground,
+    time_scale_error,
 )
 from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
@@ -101,12 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def argument_error(args: argparse.Namespace) -> str | None:
     """What is wrong with parsed :func:`add_arguments` options (one line), or None."""
-    problem = port_error(args.port)
-    if problem is not None:
-        return problem
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        return f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0"
-    return None
+    return port_error(args.port) or time_scale_error(args.time_scale)
 
 
 def serve(
