@@ -47,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_proxy(
     args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    from harness.faults import FaultScript, FaultSpecError
+    from harness.faults import FaultScript
     from harness.record.front import FaultProxy
-    from harness.server.cli_serve import ScriptFileError, load_script_file
+    from harness.server.cli_serve import ScriptFileError, build_error, load_script_file
     from harness.server.fault_server import ServerError
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -64,8 +64,7 @@ def run_proxy(
             args.upstream, script, port=args.port, time_scale=args.time_scale, out_dir=args.out
         )
     except (ScriptFileError, ValueError, ServerError) as exc:
-        where = f"{args.script}: " if isinstance(exc, FaultSpecError) and args.script else ""
-        print(f"{prog}: {where}{exc}", file=err)
+        print(build_error(prog, exc, args.script), file=err)
         return EXIT_USAGE
     except OSError as exc:
         print(f"{prog}: --out: {args.out}: {exc.strerror or exc}", file=err)

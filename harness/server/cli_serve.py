@@ -35,6 +35,7 @@ __all__ = [
     "EXIT_USAGE",
     "add_arguments",
     "argument_error",
+    "build_error",
     "load_script_file",
     "main",
     "serve",
@@ -139,11 +140,7 @@ def serve(
             reply_source=source,
         )
     except (ScriptFileError, ServerError, ValueError) as exc:
-        print(f"harness serve: {exc}", file=err)
-        return EXIT_USAGE
-    except FaultSpecError as exc:
-        where = f"{script_path}: " if script_path is not None else ""
-        print(f"harness serve: {where}{exc}", file=err)
+        print(build_error("harness serve", exc, script_path), file=err)
         return EXIT_USAGE
     if host not in LOCAL_HOSTS:
         print(
@@ -160,6 +157,14 @@ def serve(
         start_errors=(ServerError,),
         prog="harness serve",
     )
+
+
+def build_error(prog: str, exc: BaseException, script_path: str | Path | None) -> str:
+    """The one line for a server that could not be built from its script file: a script
+    the server refuses (a ``FaultSpecError``: an action it cannot perform) names the file;
+    a ``ScriptFileError`` names it already."""
+    where = f"{script_path}: " if isinstance(exc, FaultSpecError) and script_path else ""
+    return f"{prog}: {where}{exc}"
 
 
 def load_script_file(path: str | Path) -> FaultScript:
