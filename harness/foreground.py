@@ -17,6 +17,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from harness.environment import check_time_scale
+
 __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
@@ -28,6 +30,7 @@ __all__ = [
     "port_error",
     "run_in_foreground",
     "stop_process",
+    "time_scale_error",
 ]
 
 EXIT_OK = 0
@@ -77,6 +80,17 @@ def add_time_scale(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="multiply every duration of the script by X (default 1.0)",
     )
+
+
+def time_scale_error(value: float) -> str | None:
+    """What is wrong with ``--time-scale`` (one line), or None: the word of the one
+    time-scale validator (``harness.environment.check_time_scale``), so ``harness serve``
+    and ``harness proxy`` take what ``harness run`` and the environment take."""
+    try:
+        check_time_scale(value, what="--time-scale")
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def run_in_foreground(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "fragments",
     "reasoning_deltas",
     "render_tool_call",
+    "render_tool_calls",
     "reply_deltas",
     "reply_text",
     "seed_for_request",
@@ -90,3 +92,12 @@ def render_tool_call(name: str, arguments: str) -> str:
     """A tool call as comparable text: what targets report and the server expects, so a
     call with cut arguments reads as a prefix of the full one (truncated_as_complete)."""
     return f"<tool_call {name}>{arguments}"
+
+
+def render_tool_calls(calls: Mapping[Any, Sequence[str]], *, by_key: bool = True) -> str:
+    """Streamed tool calls as comparable text: ``calls`` maps a call's key (its index in
+    the stream) to ``[name, argument fragments...]``; each call is rendered with its
+    fragments joined, in key order -- or, with ``by_key=False``, in the mapping's own
+    (arrival) order, for keys that are ids rather than positions."""
+    entries = (c for _, c in sorted(calls.items())) if by_key else calls.values()
+    return "".join(render_tool_call(c[0], "".join(c[1:])) for c in entries)

@@ -6,6 +6,7 @@ import pytest
 
 from harness.cli import main
 from harness.environment import EnvironmentError_, check_time_scale, read_environment
+from harness.foreground import time_scale_error
 from harness.pytest_plugin import OPTIONS
 from harness.runner import RunSettings
 
@@ -25,6 +26,8 @@ def test_every_source_rejects_the_same_values(text, capsys):
         RunSettings(time_scale=text)  # type: ignore[arg-type]
     if text == "fast":
         return  # not a number at all: argparse's own type check answers (exit 2)
+    # harness serve / harness proxy (argparse has made the text a float)
+    assert "allowed: a number > 0 and <= 100" in (time_scale_error(float(text)) or "")
     assert main(["run", "chat_healthy_stream", "--time-scale", text]) == 2
     err = capsys.readouterr().err
     assert "--time-scale" in err and "allowed: a number > 0 and <= 100" in err
@@ -36,3 +39,4 @@ def test_every_source_accepts_the_same_values(text):
     assert check_time_scale(text) == value
     assert read_environment({"HARNESS_TIME_SCALE": text}).time_scale == value
     assert RunSettings(time_scale=value).time_scale == value
+    assert time_scale_error(value) is None

@@ -74,9 +74,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         description="Run the fault server in the foreground until Ctrl-C / SIGTERM; "
         "point any OpenAI client at the printed base URL.",
     )
-    from harness.environment import check_time_scale
-
-    check_time_scale(args.time_scale, what="--time-scale")
     problem = argument_error(args)
     if problem is not None:
         raise UsageError(problem)

@@ -11,7 +11,6 @@ on stderr naming the file or option, the field and the allowed values, exit 2.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -24,6 +23,7 @@ from harness.foreground import (
     parse_and_run,
     port_error,
     run_in_foreground,
+    time_scale_error,
 )
 
 __all__ = ["add_arguments", "main", "run_proxy"]
@@ -47,21 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_proxy(
     args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    from harness.faults import FaultScript, FaultSpecError
+    from harness.faults import FaultScript
     from harness.record.front import FaultProxy
-    from harness.server.cli_serve import ScriptFileError, load_script_file
+    from harness.server.cli_serve import ScriptFileError, build_error, load_script_file
     from harness.server.fault_server import ServerError
 
     out, err = out or sys.stdout, err or sys.stderr
     prog = "harness proxy"
-    problem = port_error(args.port)
+    problem = port_error(args.port) or time_scale_error(args.time_scale)
     if problem is not None:
         print(f"{prog}: {problem}", file=err)
-        return EXIT_USAGE
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        print(
-            f"{prog}: --time-scale: {args.time_scale} is not valid; allowed: a number > 0", file=err
-        )
         return EXIT_USAGE
     try:
         script = load_script_file(args.script) if args.script else FaultScript()
@@ -69,8 +64,7 @@ def run_proxy(
             args.upstream, script, port=args.port, time_scale=args.time_scale, out_dir=args.out
         )
     except (ScriptFileError, ValueError, ServerError) as exc:
-        where = f"{args.script}: " if isinstance(exc, FaultSpecError) and args.script else ""
-        print(f"{prog}: {where}{exc}", file=err)
+        print(build_error(prog, exc, args.script), file=err)
         return EXIT_USAGE
     except OSError as exc:
         print(f"{prog}: --out: {args.out}: {exc.strerror or exc}", file=err)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from harness.foreground import (
     add_time_scale,
     port_error,
     run_in_foreground,
+    time_scale_error,
 )
 from harness.server.fault_server import DEFAULT_HOST, LOCAL_HOSTS, FaultServer, ServerError
 
@@ -35,6 +35,7 @@ __all__ = [
     "EXIT_USAGE",
     "add_arguments",
     "argument_error",
+    "build_error",
     "load_script_file",
     "main",
     "serve",
@@ -101,12 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def argument_error(args: argparse.Namespace) -> str | None:
     """What is wrong with parsed :func:`add_arguments` options (one line), or None."""
-    problem = port_error(args.port)
-    if problem is not None:
-        return problem
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        return f"--time-scale: {args.time_scale} is not valid; allowed: a finite number > 0"
-    return None
+    return port_error(args.port) or time_scale_error(args.time_scale)
 
 
 def serve(
@@ -144,11 +140,7 @@ def serve(
             reply_source=source,
         )
     except (ScriptFileError, ServerError, ValueError) as exc:
-        print(f"harness serve: {exc}", file=err)
-        return EXIT_USAGE
-    except FaultSpecError as exc:
-        where = f"{script_path}: " if script_path is not None else ""
-        print(f"harness serve: {where}{exc}", file=err)
+        print(build_error("harness serve", exc, script_path), file=err)
         return EXIT_USAGE
     if host not in LOCAL_HOSTS:
         print(
@@ -165,6 +157,14 @@ def serve(
         start_errors=(ServerError,),
         prog="harness serve",
     )
+
+
+def build_error(prog: str, exc: BaseException, script_path: str | Path | None) -> str:
+    """The one line for a server that could not be built from its script file: a script
+    the server refuses (a ``FaultSpecError``: an action it cannot perform) names the file;
+    a ``ScriptFileError`` names it already."""
+    where = f"{script_path}: " if isinstance(exc, FaultSpecError) and script_path else ""
+    return f"{prog}: {where}{exc}"
 
 
 def load_script_file(path: str | Path) -> FaultScript:

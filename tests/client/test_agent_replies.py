@@ -10,7 +10,7 @@ import pytest
 
 from harness.client import ReferenceClient, errors
 from harness.faults import script_from_dict
-from harness.replies import render_tool_call
+from harness.replies import render_tool_call, render_tool_calls
 
 from .support import FAST, USER
 
@@ -82,3 +82,11 @@ def test_a_reasoning_pause_longer_than_the_stale_deadline_is_not_killed(fault_se
     with ReferenceClient(fault_server.base_url, settings=settings) as client:
         reply = client.complete(USER, api=api)
     assert reply.attempts == 1 and reply.text == fault_server.requests()[-1].expected_text
+
+
+def test_render_tool_calls_joins_fragments_in_index_or_arrival_order() -> None:
+    calls = {1: ["b", '{"x"', ": 1}"], 0: ["a", "{}"]}
+    by_index = render_tool_call("a", "{}") + render_tool_call("b", '{"x": 1}')
+    assert render_tool_calls(calls) == by_index
+    ids = {"fc_2": ["b", "{", "}"], "fc_1": [""]}
+    assert render_tool_calls(ids, by_key=False) == render_tool_call("b", "{}") + "<tool_call >"

@@ -72,6 +72,7 @@ def test_a_relay_only_action_in_a_script_file_is_refused_by_the_server(tmp_path:
     proc = start("127.0.0.1", "0", str(script), "1.0")
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 2 and "swallow_close" in err and "relay" in err
+    assert "sc.toml" in err  # the file the refused action is in
     assert "Traceback" not in err
 
 

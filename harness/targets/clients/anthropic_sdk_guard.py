@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.replies import render_tool_call
+from harness.replies import render_tool_calls
 from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.clients.anthropic_sdk import create_message, message_kwargs
 from harness.targets.clients.guard_common import guard_settings, reraise_typed
@@ -79,5 +79,5 @@ class AnthropicSDKGuardTarget(OpenAISDKTarget):
                 elif kind == "message_delta" and event.delta.stop_reason:
                     finish = event.delta.stop_reason
         log.mark("stream_end", f"finish_reason={finish}")
-        rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+        rendered = render_tool_calls(calls)
         return CallResult(text="".join(parts) + rendered, finish_reason=finish)

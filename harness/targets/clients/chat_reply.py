@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.replies import render_tool_call
+from harness.replies import render_tool_call, render_tool_calls
 from harness.targets.base import EventLog
 
 __all__ = ["message_text", "read_chat_stream"]
@@ -48,5 +48,5 @@ def read_chat_stream(stream: Iterable[Any], log: EventLog) -> tuple[str, str | N
             if choice.finish_reason:
                 finish = choice.finish_reason
     log.mark("stream_end", f"finish_reason={finish}")
-    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+    rendered = render_tool_calls(calls)
     return "".join(parts) + rendered, finish

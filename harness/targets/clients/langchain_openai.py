@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.replies import render_tool_call
+from harness.replies import render_tool_call, render_tool_calls
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.runtime.venv import VenvTarget
 
@@ -88,5 +88,5 @@ def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:
                 entry.append(tc["args"])
         finish = chunk.response_metadata.get("finish_reason") or finish
     log.mark("stream_end", f"finish_reason={finish}")
-    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for _, c in sorted(calls.items()))
+    rendered = render_tool_calls(calls)
     return "".join(parts) + rendered, finish

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.replies import render_tool_call
+from harness.replies import render_tool_call, render_tool_calls
 from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.warmup import warm_up_target
@@ -102,5 +102,5 @@ def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 finish = kind.rsplit(".", 1)[-1]
     log.mark("stream_end", f"finish_reason={finish}")
-    rendered = "".join(render_tool_call(c[0], "".join(c[1:])) for c in calls.values())
+    rendered = render_tool_calls(calls, by_key=False)
     return CallResult(text="".join(parts) + rendered, finish_reason=finish)
