@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
-from harness.contract.causes import cause_chain, reply_text, wire_attempts
+from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.lifecycle import Observed
@@ -61,7 +61,8 @@ def judge_case(
         alive=scenario.is_alive,
         find_sentinel=find_sentinel,
     )
-    outcome = _hidden_false_kill(outcome, scenario, records)
+    attempts = _client_attempts(report, calls=scenario.request.calls)
+    outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
     follow_up = ((report or {}).get("details") or {}).get("follow_up")
     follow_up = follow_up if isinstance(follow_up, Mapping) else None
     # The job's own calls ended where the follow-up call started.
@@ -71,7 +72,6 @@ def judge_case(
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
-    attempts = _client_attempts(report, calls=scenario.request.calls)
     dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
     facts = Facts(
         outcome=outcome,
@@ -152,12 +152,25 @@ def _unreadable(posture: Any) -> str:
     return "" if posture is None or posture.readable else str(posture.reason)
 
 
-def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[Any]) -> Outcome:
+def _hidden_false_kill(
+    outcome: Outcome,
+    scenario: Scenario,
+    records: Sequence[Any],
+    timeline: Sequence[Mapping[str, Any]],
+    attempts: int | None,
+) -> Outcome:
     """An ``ok`` on a slow-but-alive scenario (``alive = true``, or tagged
-    ``no-false-kill``) that took more requests than calls: some attempt was killed (and
-    retried) although the stream was alive -- a false kill the final reply would
-    otherwise hide. Not applied to scenarios that are merely fault-free: there a retry
-    is judged by the request budget."""
+    ``no-false-kill``) that took more requests than calls, where some attempt was
+    killed (and retried) although the stream was alive -- a false kill the final reply
+    would otherwise hide. Killed: the client says it made more attempts than calls, or
+    the server saw a request's connection closed by the client before its response was
+    done (:func:`~harness.contract.causes.cut_by_peer`) and a later request asked again.
+    More requests with neither (the client counts one attempt; every response went out
+    whole, or only a later duplicate was cancelled once an earlier one had answered) are
+    not a kill: a gateway's hedge or duplicate, judged by the request budget. A client
+    that does not count its attempts cannot rule a kill out: still a false kill.
+    Not applied to scenarios that are merely fault-free: there a retry is judged by
+    the request budget."""
     calls = scenario.request.calls
     slow_but_alive = scenario.is_alive and (
         scenario.alive is True or NO_FALSE_KILL_TAG in scenario.tags
@@ -168,10 +181,31 @@ def _hidden_false_kill(outcome: Outcome, scenario: Scenario, records: Sequence[A
         return outcome
     if len(records) <= calls:
         return outcome
+    # A request the client closed mid-way and then took up again with a later one: a
+    # hedge the client cancels once an earlier request answered in full is not a kill.
+    starts = [float(getattr(r, "t_start", 0.0)) for r in records]
+    by_index = {getattr(r, "index", None): starts[i] for i, r in enumerate(records)}
+    killed = [
+        index
+        for index, _ in cut_by_peer(records, timeline)
+        if any(t > by_index.get(index, float("inf")) for t in starts)
+    ]
+    said = attempts is not None and attempts > calls
+    if not killed and not said and attempts is not None:
+        return outcome
+    if killed:
+        how = (
+            f"request {killed[0]} was closed by the client before its response was done, "
+            "and asked again"
+        )
+    elif said:
+        how = f"the client made {attempts} attempts"
+    else:
+        how = "the client does not say how many attempts it made"
     return Outcome(
         "false_kill",
         detail=f"the full reply came back, but only after {len(records)} requests for {calls} "
-        "call(s): an attempt on a live stream was killed and retried",
+        f"call(s): an attempt on a live stream was killed and retried ({how})",
     )
 
 

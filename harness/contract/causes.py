@@ -10,6 +10,8 @@
 - :func:`wire_attempts`: how many attempts reached the server's wire, for the
   ``accounting`` check (a client that claims 3 attempts when 1 reached the server
   counts retries it never made).
+- :func:`cut_by_peer`: the requests whose connection the client closed before their
+  response was done -- what a killed attempt looks like from the server's side.
 
 Pure functions over the target's report and the server's records and timeline.
 
@@ -29,6 +31,7 @@ __all__ = [
     "MAX_CHAIN_MESSAGE_CHARS",
     "MAX_REPLY_CHARS",
     "cause_chain",
+    "cut_by_peer",
     "reply_text",
     "wire_attempts",
 ]
@@ -93,6 +96,35 @@ def wire_attempts(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]])
     conns = {e.get("conn") for e in timeline if e.get("conn") is not None}
     empty = {c for c in conns if c not in with_request}
     return len(records) + len(empty) + len(_closed_by_server(timeline) & with_request)
+
+
+def cut_by_peer(
+    records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]
+) -> list[tuple[int, float]]:
+    """``(request index, t)`` of each request whose connection the peer closed (FIN,
+    RST, or gone while the server held it) at ``t``, before the server had recorded that
+    request's ``response_done``: an attempt the client gave up on. A response the server
+    ended itself (a fault's cut, a close-delimited body) is not one."""
+    done: dict[Any, float] = {}  # request -> when its response was done
+    gone: dict[Any, float] = {}  # conn -> when the peer went
+    for e in timeline:
+        kind, conn, t = e.get("kind"), e.get("conn"), float(e.get("t", 0.0))
+        if kind == "response_done":
+            done.setdefault(e.get("request"), t)
+        elif conn not in gone and (
+            kind in ("peer_closed", "peer_reset")
+            or (kind == "closed" and (e.get("detail") or {}).get("reason") == "peer gone")
+        ):
+            gone[conn] = t
+    cut = []
+    for r in records:
+        index, conn = getattr(r, "index", None), getattr(r, "connection", None)
+        went = gone.get(conn)
+        if went is None or went < float(getattr(r, "t_start", 0.0)):
+            continue  # the peer stayed, or went before this request (an earlier one's)
+        if index not in done or went < done[index]:
+            cut.append((index, went))
+    return cut
 
 
 def _closed_by_server(timeline: Sequence[Mapping[str, Any]]) -> set[Any]:

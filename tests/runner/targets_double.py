@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from typing import Any
 
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported, follow_up
 
@@ -196,3 +197,77 @@ class MissingInterpreterTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         raise AssertionError("never started")
+
+
+def _open_stream(job: Job) -> tuple[Any, Any]:
+    """POST a streamed chat request with http.client: ``(connection, response)`` once
+    the response's headers are in."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(job.base_url)
+    body = json.dumps(
+        {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": True}
+    )
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request(
+        "POST",
+        url.path.rstrip("/") + "/chat/completions",
+        body,
+        {"Content-Type": "application/json", "Authorization": f"Bearer {job.api_key}"},
+    )
+    return conn, conn.getresponse()
+
+
+def _read_stream(response: Any, *, lines: int | None = None) -> str:
+    """The content of a chat stream's ``data:`` lines: all of them, or the first ``lines``."""
+    text, seen = [], 0
+    for raw in response:  # bounded: the server's stream ends, or `lines` stops it
+        line = raw.decode().strip()
+        if not line.startswith("data:") or line == "data: [DONE]":
+            continue
+        seen += 1
+        for choice in json.loads(line[5:]).get("choices") or ():
+            text.append((choice.get("delta") or {}).get("content") or "")
+        if lines is not None and seen >= lines:
+            break
+    return "".join(text)
+
+
+class HedgingTarget(Target):
+    """Stands for a gateway that hedges (LiteLLM's proxy was seen to): a second request
+    for the same call goes out while the first waits, the first one's full answer is
+    returned and the second is closed mid-way; one attempt, by its count."""
+
+    name = "runner.targets_double:HedgingTarget"
+    apis = ("chat",)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        first, first_response = _open_stream(job)
+        hedge, _ = _open_stream(job)
+        try:
+            text = _read_stream(first_response)
+        finally:
+            first.close()
+            hedge.close()  # the hedge is not needed: cancelled mid-stream
+        return CallResult(text=text, finish_reason="stop", attempts=1)
+
+
+class QuietRetryTarget(Target):
+    """A client that gives up on its first stream after one event (closing it mid-stream),
+    retries, and counts one attempt: the kill is on the server's wire, not in its count."""
+
+    name = "runner.targets_double:QuietRetryTarget"
+    apis = ("chat",)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        conn, response = _open_stream(job)
+        try:
+            _read_stream(response, lines=1)
+        finally:
+            conn.close()
+        conn, response = _open_stream(job)
+        try:
+            return CallResult(text=_read_stream(response), finish_reason="stop", attempts=1)
+        finally:
+            conn.close()

@@ -520,3 +520,59 @@ def test_a_case_that_fails_before_its_call_kills_the_child_it_was_given():
     with pytest.raises(RuntimeError, match="script refused"):
         run_case(make("refused", {}), "openai-sdk", server=RefusingServer(), child=child)
     assert child._popen.poll() is not None  # killed and reaped, not left running
+
+
+def _slow_but_alive(name: str, **script: object) -> object:
+    return make(
+        name,
+        {},
+        script={"events": 4, "event_interval_s": 1.0, **script},
+        tags=["no-false-kill"],
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_later_duplicate_cancelled_once_the_first_answered_is_no_kill(server):
+    # a hedging gateway: a second request while the first waits (slow here, so it is
+    # still streaming when the first is done), cancelled mid-way once the first answered
+    # in full; one attempt by the client's count -- a duplicate for the request budget
+    from types import SimpleNamespace
+
+    from harness.contract.causes import cut_by_peer
+
+    slow_second = {
+        "match": {"attempts": 2},
+        "fault": {"phase": "event:2", "action": "slow", "delay_s": 5.0},
+    }
+    s = _slow_but_alive("hedged", rules=[slow_second])
+    assert s.is_alive
+    result = run_case(
+        s,
+        "runner.targets_double:HedgingTarget",
+        server=server,
+        settings=RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR}),
+    )
+    assert result.requests == 2 and result.attempts == 1
+    timeline = [dict(e) for e in result.timeline]
+    heads = [e for e in timeline if e["kind"] == "request_head"]
+    records = [
+        SimpleNamespace(index=e["request"], connection=e["conn"], t_start=e["t"]) for e in heads
+    ]
+    assert [i for i, _ in cut_by_peer(records, timeline)] == [heads[1]["request"]]  # the hedge
+    assert result.outcome.kind == "ok", result.message
+
+
+@pytest.mark.timeout(60)
+def test_a_stream_the_client_closed_mid_way_is_a_kill_though_it_counts_one_attempt(server):
+    s = _slow_but_alive("quiet_retry")
+    result = run_case(
+        s,
+        "runner.targets_double:QuietRetryTarget",
+        server=server,
+        settings=RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR}),
+    )
+    assert result.requests == 2 and result.attempts == 1
+    assert result.outcome.kind == "false_kill", result.message
+    assert (
+        "request 1 was closed by the client before its response was done" in result.outcome.detail
+    )
