@@ -269,6 +269,15 @@ class Target(ABC):
         The runner's thread and descriptor baseline is taken after this returns.
         """
 
+    def before_fork(self) -> None:  # noqa: B027 - optional hook
+        """The warm child is about to become a fork server (``forkable``): stop what a
+        copy must not share -- a pool's idle worker thread -- so that it can be copied.
+        Each copy gets :meth:`after_fork`; this process runs no job after it."""
+
+    def after_fork(self) -> None:  # noqa: B027 - optional hook
+        """In each forked copy, before its ``ready`` (so before the leak baseline):
+        start again what :meth:`before_fork` stopped."""
+
     @abstractmethod
     def call(self, job: Job, log: EventLog) -> CallResult:
         """Make ``job.calls`` sequential calls on one client (rebuilding it after

@@ -271,3 +271,30 @@ class QuietRetryTarget(Target):
             return CallResult(text=_read_stream(response), finish_reason="stop", attempts=1)
         finally:
             conn.close()
+
+
+class ParkedThreadTarget(Target):
+    """Keeps a worker thread from ``prepare`` on, as litellm's logging pool does, but
+    stops it for the fork server (``before_fork``) and starts it again in each copy
+    (``after_fork``): reports the threads it runs besides the main one."""
+
+    name = "runner.targets_double:ParkedThreadTarget"
+
+    def prepare(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._stop.wait, name="pool-worker", daemon=True)
+        self._worker.start()
+
+    def before_fork(self) -> None:
+        self._stop.set()
+        self._worker.join(10)
+
+    def after_fork(self) -> None:
+        self._start()
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        names = sorted(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return CallResult(text=json.dumps(names), finish_reason="stop")

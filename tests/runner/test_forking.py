@@ -109,6 +109,21 @@ def test_a_child_that_cannot_be_copied_says_why_and_children_start_from_scratch(
     assert any(why in r for r in refusals), refusals
 
 
+@pytest.mark.timeout(120)
+def test_a_target_that_parks_its_thread_for_the_fork_is_copied_and_gets_it_back():
+    # Target.before_fork stops the thread in the fork server; after_fork starts it in
+    # each copy before its ready, so the copy has what a started child has
+    marker = {"HARNESS_TEST_FORK": str(time.monotonic_ns())}
+    children = [_spawn("ParkedThreadTarget", **marker) for _ in range(2)]
+    try:
+        assert [_is_forked(c) for c in children] == [True, True]
+        threads = [json.loads(_call(c)["text"]) for c in children]
+        assert threads == [["pool-worker"], ["pool-worker"]]
+    finally:
+        for child in children:
+            child.finish(time.monotonic() + 10)
+
+
 @pytest.mark.timeout(60)
 def test_the_switch_starts_every_child_from_scratch():
     child = _spawn("EnvTarget", HARNESS_FORK_CHILDREN="0")

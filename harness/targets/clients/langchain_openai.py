@@ -52,11 +52,34 @@ class LangChainOpenAITarget(VenvTarget):
             nonlocal llm
             llm = ChatOpenAI(**kwargs)
 
-        replies = run_calls(
-            job, log, lambda: _one(llm, job, log), rebuild=rebuild, label=f": stream={job.stream}"
-        )
+        try:
+            replies = run_calls(
+                job,
+                log,
+                lambda: _one(llm, job, log),
+                rebuild=rebuild,
+                label=f": stream={job.stream}",
+            )
+        finally:
+            _close_cached_clients(llm)
         texts = tuple(text for text, _ in replies)
         return CallResult(text=texts[-1], finish_reason=replies[-1][1], texts=texts)
+
+
+def _close_cached_clients(llm: Any) -> None:
+    """Close the HTTP client ``llm`` used and empty LangChain's cache of them.
+
+    ChatOpenAI's default httpx clients are cached per (base URL, timeout, socket
+    options) for the process and never closed, so a job's pooled connection carried over
+    to the next job (and kept a warm child from being forked: "descriptor 7 is a
+    socket"). Closing it is what "close the client" means for the other targets."""
+    from langchain_openai.chat_models import _client_utils
+
+    llm.root_client.close()
+    for cached in ("_cached_sync_httpx_client", "_cached_async_httpx_client"):
+        clear = getattr(getattr(_client_utils, cached, None), "cache_clear", None)
+        if callable(clear):
+            clear()
 
 
 def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:

@@ -115,16 +115,71 @@ class LiteLLMTarget(VenvTarget):
     # prepare(): VenvTarget's warm-up, since litellm's first call builds its provider
     # maps and clients; pay that before "ready".
 
+    def before_fork(self) -> None:
+        # The warm-up's first log started the logging pool's worker thread, which a
+        # copy cannot share: stop it, leaving the pool as new (its first submit starts a
+        # thread). Forked, each child skips litellm's import: ~3-7 s of CPU a child here.
+        from litellm.litellm_core_utils.thread_pool_executor import executor
+
+        _unstart(executor)
+        _close_idle_loop()
+
+    def after_fork(self) -> None:
+        # the pool's thread back before the leak baseline, as a started child has it
+        from litellm.litellm_core_utils.thread_pool_executor import executor
+
+        executor.submit(lambda: None).result(timeout=FORK_RESTART_S)
+        import asyncio
+
+        asyncio.set_event_loop(asyncio.new_event_loop())  # its own, where the warm-up's was
+
     def run(self, job: Job, log: EventLog) -> CallResult:
         try:
             # no rebuild: litellm keeps no client of ours (it caches its own, closed below)
             replies = run_calls(
-                job, log, lambda: _completion(job, log), label=f": api={job.api} stream={job.stream}"
+                job,
+                log,
+                lambda: _completion(job, log),
+                label=f": api={job.api} stream={job.stream}",
             )
         finally:
             log.details["cached_connections"] = close_cached_clients()
         texts = tuple(text for text, _ in replies)
         return CallResult(text=texts[-1], finish_reason=replies[-1][1], texts=texts)
+
+
+#: How long a forked copy may take to start litellm's logging thread again.
+FORK_RESTART_S = 30.0
+
+
+def _unstart(pool: Any) -> None:
+    """Stop ``pool``'s (a ``ThreadPoolExecutor``) threads after its pending work and
+    leave it as a new one: no thread until the next ``submit`` starts one. (CPython's
+    pool state: what ``shutdown`` sets, put back; the sentinel its workers leave taken.)"""
+    import queue
+    import threading
+
+    pool.shutdown(wait=True)
+    with pool._shutdown_lock:
+        for _ in range(pool._work_queue.qsize() + 1):  # the exit sentinel the workers pass on
+            try:
+                pool._work_queue.get_nowait()
+            except queue.Empty:
+                break
+        pool._threads.clear()
+        pool._idle_semaphore = threading.Semaphore(0)
+        pool._shutdown = False
+
+
+def _close_idle_loop() -> None:
+    """Close the main thread's idle asyncio loop (litellm's warm-up left one set): its
+    epoll and wake-up sockets would be one kernel object shared by every copy."""
+    import asyncio
+
+    loop = asyncio.get_event_loop_policy()._local._loop  # without creating one
+    if loop is not None and not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
 
 
 def close_cached_clients() -> int:

@@ -45,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     def handle(job: dict[str, Any], started: Callable[[], None]) -> dict[str, Any]:
         return _run_job(target, argv[0], Job.from_dict(job), started)
 
-    return serve(proto, sys.stdin, handle, reuse=True)
+    return serve(
+        proto,
+        sys.stdin,
+        handle,
+        reuse=True,
+        before_fork=target.before_fork,
+        after_fork=target.after_fork,
+    )
 
 
 def _run_job(target: Any, name: str, job: Any, started: Callable[[], None]) -> dict[str, Any]:

@@ -79,11 +79,7 @@ class TargetProcess:
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         stderr_file = tempfile.TemporaryFile()
-        if (
-            not command_prefix
-            and target_cls.forkable
-            and read_environment(environ).fork_children
-        ):
+        if not command_prefix and target_cls.forkable and read_environment(environ).fork_children:
 
             def start_server(pass_fds: Sequence[int]) -> TargetProcess:
                 return cls._start(target, command, env, tempfile.TemporaryFile(), pass_fds)

@@ -90,7 +90,15 @@ def fatal(proto: TextIO, exc: BaseException | None = None, *, message: str = "")
     send(proto, {"event": "fatal", **(describe_exception(exc) if exc else {"message": message})})
 
 
-def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
+def serve(
+    proto: TextIO,
+    stdin: TextIO,
+    handle: Handler,
+    *,
+    reuse: bool,
+    before_fork: Callable[[], None] = lambda: None,
+    after_fork: Callable[[], None] = lambda: None,
+) -> int:
     """The command loop: ``ready``, a ``run`` command, ``result``; then ``ready`` again and
     the next command when ``reuse``, else wait for ``exit`` (the runner reads the child's
     leaks meanwhile). A handler declines reuse after one job by putting ``"reuse": False``
@@ -104,7 +112,10 @@ def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
     on a loaded machine -- longer than a 0.25 s scaled first-byte deadline, which then
     fired with the reply already in the socket. The first freeze is before ``ready``
     (warm-up time); later ones after the ``run`` command and before ``started``, so the
-    garbage of the previous job still holds its descriptors when the leaks are read."""
+    garbage of the previous job still holds its descriptors when the leaks are read.
+
+    Told to become a fork server, the child first calls ``before_fork`` (the target's
+    ``Target.before_fork``); each forked copy calls ``after_fork`` before its ``ready``."""
     _freeze_heap()
     while True:
         send(proto, {"event": "ready", "pid": os.getpid(), "t": time.monotonic()})
@@ -114,9 +125,12 @@ def serve(proto: TextIO, stdin: TextIO, handle: Handler, *, reuse: bool) -> int:
         message = json.loads(line)
         if message.get("cmd") == "fork_server":
             # returns only in a forked child, wired to its own pipes (or here on a refusal)
+            before_fork()
             if not _fork_server(int(message["fd"])):
                 return 0
             stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)
+            after_fork()
+            _freeze_heap()
             continue
         if message.get("cmd") != "run":
             return 0
