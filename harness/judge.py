@@ -183,13 +183,9 @@ def _hidden_false_kill(
         return outcome
     # A request the client closed mid-way and then took up again with a later one: a
     # hedge the client cancels once an earlier request answered in full is not a kill.
-    starts = [float(getattr(r, "t_start", 0.0)) for r in records]
-    by_index = {getattr(r, "index", None): starts[i] for i, r in enumerate(records)}
-    killed = [
-        index
-        for index, _ in cut_by_peer(records, timeline)
-        if any(t > by_index.get(index, float("inf")) for t in starts)
-    ]
+    starts = {getattr(r, "index", None): float(getattr(r, "t_start", 0.0)) for r in records}
+    last = max(starts.values())
+    killed = [i for i in cut_by_peer(records, timeline) if last > starts.get(i, float("inf"))]
     said = attempts is not None and attempts > calls
     if not killed and not said and attempts is not None:
         return outcome

@@ -214,7 +214,12 @@ class CasePlan:
             return ceiling / 4
         estimate = max(ceiling / 10, min(_raw_retry_after_s(self.scenario), ceiling))
         backoff_s = float(self.target_cls.min_ceiling_s)
-        if backoff_s and expected is not None and expected.kind != "ok" and not expected.alternatives:
+        if (
+            backoff_s
+            and expected is not None
+            and expected.kind != "ok"
+            and not expected.alternatives
+        ):
             return max(estimate, backoff_s / 2)
         return estimate
 

@@ -86,7 +86,11 @@ def run_case(
     with contextlib.ExitStack() as stack:
         follow_up = _FollowUp(stack, _default_server)
         result, reusable = _run_case(
-            case, server=server, settings=settings, child=child, follow_up_url=follow_up.url_for(case)
+            case,
+            server=server,
+            settings=settings,
+            child=child,
+            follow_up_url=follow_up.url_for(case),
         )
     if reusable is not None:
         reusable.finish(time.monotonic() + 5.0)

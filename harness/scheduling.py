@@ -126,7 +126,6 @@ class CaseQueue:
                 return kind, best
         return None
 
-
     def _capped_left(self, target: str) -> float:
         """The wall time ``target``'s cases left need at the least if it has a
         ``Target.max_parallel`` cap: their estimated work over the cap (idle lanes

@@ -98,13 +98,11 @@ def wire_attempts(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]])
     return len(records) + len(empty) + len(_closed_by_server(timeline) & with_request)
 
 
-def cut_by_peer(
-    records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]
-) -> list[tuple[int, float]]:
-    """``(request index, t)`` of each request whose connection the peer closed (FIN,
-    RST, or gone while the server held it) at ``t``, before the server had recorded that
-    request's ``response_done``: an attempt the client gave up on. A response the server
-    ended itself (a fault's cut, a close-delimited body) is not one."""
+def cut_by_peer(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The index of each request whose connection the peer closed (FIN, RST, or gone
+    while the server held it) before the server had recorded that request's
+    ``response_done``: an attempt the client gave up on. A response the server ended
+    itself (a fault's cut, a close-delimited body) is not one."""
     done: dict[Any, float] = {}  # request -> when its response was done
     gone: dict[Any, float] = {}  # conn -> when the peer went
     for e in timeline:
@@ -123,7 +121,7 @@ def cut_by_peer(
         if went is None or went < float(getattr(r, "t_start", 0.0)):
             continue  # the peer stayed, or went before this request (an earlier one's)
         if index not in done or went < done[index]:
-            cut.append((index, went))
+            cut.append(index)
     return cut
 
 

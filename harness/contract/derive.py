@@ -136,9 +136,7 @@ def _reply_possible(scenario: Scenario) -> bool:
     if scenario.backend != "server" and not scenario.is_alive:
         return False  # the fault is in the network, not in the script: not known here
     stopping = [
-        r
-        for r in scenario.script.rules
-        if r.fault.action.terminal or r.fault.action.alters_content
+        r for r in scenario.script.rules if r.fault.action.terminal or r.fault.action.alters_content
     ]
     return all(_escapable(rule) for rule in stopping)
 

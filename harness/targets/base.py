@@ -217,8 +217,9 @@ class Target(ABC):
     follows_up: ClassVar[bool] = False
     #: True when a child of this target, at its first ``ready``, can be copied by
     #: ``os.fork`` into the next child (``harness.targets.runtime.forking``): one thread and no
-    #: socket or pipe of its own. The child checks it too and refuses, naming why; say
-    #: False for a target whose warm child keeps a thread or a helper process.
+    #: socket or pipe of its own. The child checks it too and refuses, naming why. A warm
+    #: child that keeps a thread can park it (:meth:`before_fork`, :meth:`after_fork`);
+    #: say False for one that keeps a helper process.
     forkable: ClassVar[bool] = True
     #: At most this many of this target's cases run at once (0: as many as the run's
     #: workers): for a target each of whose children starts a heavy process of its own
