@@ -18,6 +18,8 @@ text, and a false alarm there is cheaper than a missed failure.
 The sentinels (name: what it catches)::
 
     api_call_failed        "API call failed after 3 retries" (any count, retry/retries)
+    stale_giveup           hermes-agent's stale-stream circuit breaker: "Provider has been
+                           unresponsive ... for 5 consecutive stale attempts"
     client_closed          "Cannot send a request, as the client has been closed"
     connection_error       "Connection error." as a message (line start or after ':')
     request_timed_out      "Request timed out." as a message (line start or after ':')
@@ -210,6 +212,16 @@ SENTINELS: tuple[Sentinel, ...] = (
         "an agent's give-up message returned as the reply (the #10933 symptom)",
         "API call failed after 3 retries",
         "API call failed after 3 retries: Connection error.",
+    ),
+    _s(
+        "stale_giveup",
+        r"\bprovider\s+has\s+been\s+unresponsive\b[\s\S]{0,80}?"
+        r"\bconsecutive\s+stale\s+attempts\b",
+        "an agent's stale-stream circuit breaker returned as the reply (hermes-agent 0.19.0:"
+        " after N stale kills in one session, each call aborts with this text)",
+        "Provider has been unresponsive (no response received) for 5 consecutive stale attempts"
+        " — aborting this call to avoid an indefinite stall.",
+        "RuntimeError: Provider has been unresponsive for 3 consecutive stale attempts",
     ),
     _s(
         "client_closed",

@@ -163,6 +163,11 @@ def _read_process(
                     continue  # closed since the listing: not a socket any more
                 unread[inode] = (pid, _why("pidfd_getfd", pid, exc))
                 continue
+            if os.fstat(dup).st_ino != inode:
+                # closed since the listing and its number reused by another file or
+                # socket (seen: ENOTSOCK from socket() in a hermes run): not that socket
+                os.close(dup)
+                continue
             sock = socket.socket(fileno=dup)
             options = _options_if_wanted(sock, wanted)
             if options is None:

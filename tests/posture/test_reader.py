@@ -149,6 +149,31 @@ def test_refused_duplicate_keeps_the_kernels_view_and_says_why(listener, monkeyp
     assert a.keepalive.enabled is True and b.keepalive.enabled is False
 
 
+@pytest.mark.timeout(30)
+def test_a_descriptor_reused_since_the_listing_is_not_read_as_the_socket(listener, monkeypatch):
+    # Mock of the race's timing only: the socket's fd number names a pipe by the time it is
+    # duplicated (a hermes run: closed and reused between the listing and pidfd_getfd;
+    # socket() then raised ENOTSOCK in the sampler thread). The duplicate hands back a
+    # real pipe of this process in its place.
+    read_end, write_end = os.pipe()
+
+    def reused(pidfd: int, fd: int) -> int:
+        return os.dup(read_end)
+
+    monkeypatch.setattr(reader, "_pidfd_getfd", reused)
+    port = listener.getsockname()[1]
+    proc = client(port, KEEPALIVE)
+    try:
+        conn, _ = listener.accept()
+        with conn:
+            reading = read_tree(proc.pid, remote_ports=[port])
+    finally:
+        finish(proc)
+        os.close(read_end)
+        os.close(write_end)
+    assert all(s.posture.source != "getsockopt" for s in reading.sockets)
+
+
 #: A stdlib-only interpreter another user may run (the reader needs nothing else); the
 #: venv's may sit under root's home.
 SYSTEM_PYTHON = "/usr/bin/python3"
