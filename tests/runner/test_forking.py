@@ -37,6 +37,18 @@ def _call(child: TargetProcess) -> dict:
     return result
 
 
+def _python(code: str, *, timeout_s: float) -> str:
+    """What ``code`` prints, run by a fresh interpreter of this one."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+
+
 def _is_forked(child: TargetProcess) -> bool:
     return isinstance(child._popen, forking.ForkedProcess)
 
@@ -148,14 +160,7 @@ def test_a_fresh_interpreter_is_forkable_and_a_thread_or_socket_is_named():
         "print(unforkable())\n"
         "e.set()\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout.splitlines()
+    out = _python(code, timeout_s=30).splitlines()
     assert out[0] == "None"
     assert "socket:" in out[1]
     assert "helper-thread" in out[2]
@@ -184,14 +189,7 @@ def test_a_thread_joined_just_now_does_not_make_the_process_unforkable():
         "        refused.append(problem)\n"
         "print(len(refused), refused[:1])\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=50,
-        check=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout.strip()
+    out = _python(code, timeout_s=50).strip()
     assert out == "0 []"
 
 
