@@ -290,7 +290,11 @@ def test_upload_stall_blocks_the_sender_and_a_deadline_still_ends_it(fault_serve
     settings = FAST.replace(first_byte_s=None, stale_call_s=3.0, hard_ceiling_s=12.0)
     with ReferenceClient(fault_server.base_url, settings=settings) as client:
         reply = client.complete(big)
-    assert reply.attempts == 2
+    # What is under test: the stalled first upload is ended by a deadline and the call
+    # completes. The retry uploads the same 6 MB under the same stale deadline, and on a
+    # loaded machine it can be cut too (a fresh-clone CI run, 2026-12-02: 3 attempts);
+    # the count of retries is not this test's claim.
+    assert reply.attempts >= 2
     assert reply.text == fault_server.requests()[-1].expected_text
 
 
