@@ -190,14 +190,16 @@ def test_the_watcher_says_when_its_sockets_are_gone() -> None:
     port = listener.getsockname()[1]
     client = socket.create_connection(("127.0.0.1", port))
     peer, _ = listener.accept()
-    with TcpWatcher(os.getpid(), remote_port=port, interval_s=0.01) as watcher:
+    # One connection by both ports: the table is the namespace's, and other test workers'
+    # sockets to this port number (a TIME_WAIT entry from an earlier server on it, a
+    # server on [::1] with the same number) are listed too (CI, 2026-12-02: not gone in
+    # 10 s with remote_port alone, twice).
+    local = client.getsockname()[1]
+    with TcpWatcher(os.getpid(), remote_port=port, local_port=local, interval_s=0.01) as watcher:
         assert watcher.wait_gone(0.2) is False  # the connection is listed
         for sock in (client, peer):  # reset, not FIN: no TIME_WAIT entry stays listed
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
-        # The listener stays open while waiting: the table is the namespace's, and with the
-        # port free another process's connection to it could be listed (CI, 2026-12-02
-        # 14:45 UTC: not gone in 10 s beside three other test workers)
         try:
             assert watcher.wait_gone(10.0) is True
         finally:

@@ -32,20 +32,24 @@ class TcpSample:
 
 
 class TcpWatcher:
-    """Samples the TCP sockets of process ``pid`` (in its own namespace) that talk to
-    ``remote_port``, every ``interval_s`` for at most ``max_samples`` turns; records a
-    sample only when state, timer kind, retransmissions or probes changed."""
+    """Samples the TCP sockets of the network namespace of process ``pid`` that talk to
+    ``remote_port`` (and, with ``local_port``, from that port: one connection in a
+    namespace other processes share), every ``interval_s`` for at most ``max_samples``
+    turns; records a sample only when state, timer kind, retransmissions or probes
+    changed."""
 
     def __init__(
         self,
         pid: int,
         *,
         remote_port: int | None = None,
+        local_port: int | None = None,
         interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
         max_samples: int = 600,
     ) -> None:
         self.pid = pid
         self.remote_port = remote_port
+        self.local_port = local_port
         self.interval_s = interval_s
         self.max_samples = max_samples
         self._samples: list[TcpSample] = []
@@ -70,12 +74,14 @@ class TcpWatcher:
     def sample(self) -> TcpSample | None:
         """Sample now (also called on events); returns the sample if it was recorded."""
         try:
-            ports = {self.remote_port} if self.remote_port else None
+            ports = {p for p in (self.remote_port, self.local_port) if p} or None
             table = tcpstate.snapshot(netns_pid=self.pid, ports=ports)
         except tcpstate.TcpStateError:
             return None  # the process is gone
         socks = tuple(
-            tcpstate.select(table, remote_port=self.remote_port) if self.remote_port else table
+            tcpstate.select(
+                table, remote_port=self.remote_port or None, local_port=self.local_port or None
+            )
         )
         key = tuple((s.local_port, s.state, s.timer, s.retransmits, s.probes) for s in socks)
         sample = None
