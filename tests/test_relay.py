@@ -16,6 +16,7 @@ from harness import tcpstate
 from harness.faults import FaultSpecError
 from harness.netem.sse_stub import StubServer, StubSettings
 from harness.relay import LEGS, Relay, RelaySettings, relay_settings_from_dict
+from tests.ports import refused_port
 
 pytestmark = [
     pytest.mark.skipif(
@@ -181,9 +182,11 @@ def test_switching_to_swallow_close_at_runtime_applies_to_an_open_connection() -
 
 
 def test_upstream_refused_closes_the_client_leg() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        dead_port = probe.getsockname()[1]
-    with Relay(upstream=("127.0.0.1", dead_port)) as relay, httpx.Client(timeout=5) as client:
+    with (
+        refused_port() as dead_port,
+        Relay(upstream=("127.0.0.1", dead_port)) as relay,
+        httpx.Client(timeout=5) as client,
+    ):
         with pytest.raises(httpx.TransportError):
             client.get(relay.url + "/v1/models")
         assert "Refused" in relay.wait_for("upstream_connect_failed", timeout=5).detail

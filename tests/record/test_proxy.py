@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from harness.faults import script_from_dict
 from harness.record.front import FaultProxy
 from harness.server import FaultServer
+from tests.ports import refused_port
 from tests.record.support import StubUpstream, fetch, sse_chunks
 
 pytestmark = pytest.mark.timeout(120)
@@ -202,9 +203,7 @@ def test_faults_match_per_attempt_so_a_retry_reaches_the_real_upstream(
 
 
 def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
-    with FaultServer() as probe:
-        dead = probe.base_url  # a port that stops listening when the block ends
-    with FaultProxy(dead) as proxy:
+    with refused_port() as port, FaultProxy(f"http://127.0.0.1:{port}/v1") as proxy:
         got = fetch(proxy.base_url)
         errors = [e for e in proxy.timeline() if e.kind == "upstream_error"]
     assert got.status == 502

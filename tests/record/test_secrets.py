@@ -14,6 +14,7 @@ import pytest
 from harness.faults import script_from_dict
 from harness.live.dry_run import DRY_RUN_API_KEY
 from harness.server import FaultServer
+from tests.ports import refused_port
 from tests.record.processes import harness
 from tests.record.support import StubUpstream, fetch
 
@@ -99,9 +100,10 @@ def test_proxy_timeline_requests_and_log_keep_no_key(tmp_path: Path) -> None:
 
 
 def test_proxy_to_a_dead_upstream_logs_no_key() -> None:
-    with FaultServer() as probe:
-        dead = probe.base_url
-    with harness("proxy", "--upstream", dead) as px:
+    with (
+        refused_port() as port,
+        harness("proxy", "--upstream", f"http://127.0.0.1:{port}/v1") as px,
+    ):
         got = fetch(px.base_url, body=BODY, headers=HEADERS)
     assert got.status == 502
     assert MARKER.encode() not in got.body and MARKER not in px.stderr
