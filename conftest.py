@@ -57,6 +57,8 @@ XDIST_GROUPS = (
     # one `harness live --dry-run` through every built-in target (tests/conftest.py)
     ("tests/live/test_targets.py::test_harness_live_dry_run_", "live-dry-run"),
     ("tests/record/test_secrets.py::test_live_dry_run_", "live-dry-run"),
+    # one gateway pool (a LiteLLM proxy's cold start) for the module; its last test ends it
+    ("tests/targets/test_litellm_proxy.py::", "litellm-proxy-gateway"),
     # cleanup_stale() removes every dead run's namespaces: run concurrently, one test's
     # call takes the namespaces the other killed a child for and then looks for
     ("tests/netem/test_kernel.py::test_cleanup_stale_", "netns-cleanup"),

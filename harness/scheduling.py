@@ -17,7 +17,7 @@ per worker already on it, so the workers spread over the targets instead of all
 switching target at the same boundary (8 mutant stacks in one shared longest-first
 queue cost 4 workers a child start-up at nearly every target boundary). A target with
 ``Target.max_parallel`` is taken by at most that many workers at once (and as many
-idle lanes: its expected hangs only wait).
+idle lanes, or ``Target.idle_parallel``: its expected hangs only wait).
 
 Not here: running a case (``harness.runner``, ``harness.lifecycle``).
 """
@@ -117,7 +117,7 @@ class CaseQueue:
             t for w, t in self._on.items() if w != worker and (self._lanes[w] == "idle") == idle
         ]
         for kind in LANE_KINDS[lane]:
-            groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, rivals)}
+            groups = {t: g for t, g in self._groups[kind].items() if not _full(g, t, rivals, idle)}
             if groups:
                 best = min(
                     groups,
@@ -140,10 +140,14 @@ class CaseQueue:
         return work / cap if cap > 0 else 0.0
 
 
-def _full(group: list[tuple[float, int, CasePlan]], target: str, others: list[str]) -> bool:
+def _full(
+    group: list[tuple[float, int, CasePlan]], target: str, others: list[str], idle: bool = False
+) -> bool:
     """Does ``target`` already have its ``Target.max_parallel`` workers (other than this
-    one)? Then this worker leaves it to them: they stay on it until its cases are done."""
-    cap = group[0][2].target_cls.max_parallel
+    one; on idle lanes its ``Target.idle_parallel``)? Then this worker leaves it to them:
+    they stay on it until its cases are done."""
+    cls = group[0][2].target_cls
+    cap = (cls.idle_parallel or cls.max_parallel) if idle else cls.max_parallel
     return cap > 0 and others.count(target) >= cap
 
 

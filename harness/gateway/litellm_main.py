@@ -13,6 +13,12 @@ Run with LiteLLM's virtualenv python (``python -m harness.gateway.litellm_main``
    job (and the sampler), ``{"cmd": "end"}`` returns the job's leg timeline;
 4. at EOF on stdin (its target child exited or was killed) stops the proxy and exits.
 
+Pooled (``--listen PATH --owner PID``, :meth:`Gateway.lease
+<harness.gateway.litellm_proxy.Gateway.lease>`) it answers the same lines on one
+connection at a time to the Unix socket ``PATH``, each a target child's lease, and
+lives until the runner ``PID`` (or the proxy) exits: a child killed at its ceiling
+ends only its lease, and the next child gets the warm proxy instead of a cold start.
+
 The sampler reads the kernel's TCP table (:mod:`harness.tcpstate`) on a bounded schedule
 and records a ``tcp`` event whenever the client leg's states change: ``client`` (the
 target's socket to the proxy) and ``proxy_in`` (the proxy's accepted socket). The
@@ -25,14 +31,18 @@ Not here: the parent side (``harness.gateway.litellm_proxy``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import selectors
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,7 +67,11 @@ PROXY_START_S = 240.0
 _OUTPUT_LINES = 40
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """``[--listen PATH --owner PID]``: without them, one target child's gateway on
+    stdin/stdout; with them, a pooled gateway leased over the Unix socket ``PATH`` until
+    process ``PID`` (the runner) exits."""
+    args = _arguments(argv)
     proto: TextIO = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
     sys.stdout = sys.stderr
     relay = Relay(upstream=("127.0.0.1", 9), mode="pass")
@@ -72,48 +86,123 @@ def main() -> int:
             if not output.ready.wait(PROXY_START_S):
                 _send(proto, {"event": "fatal", "message": f"proxy not ready: {output.tail()}"})
                 return 1
-            _send(
-                proto,
-                {
-                    "event": "ready",
-                    "url": f"http://127.0.0.1:{proxy_port}",
-                    "proxy_port": proxy_port,
-                    "relay_port": relay.port,
-                    "proxy_pid": proxy.pid,
-                },
-            )
-            _serve(proto, relay, proxy_port)
+            ready = {
+                "event": "ready",
+                "url": f"http://127.0.0.1:{proxy_port}",
+                "proxy_port": proxy_port,
+                "relay_port": relay.port,
+                "proxy_pid": proxy.pid,
+            }
+            if args.listen is None:
+                _send(proto, ready)
+                _serve(sys.stdin, proto, relay, proxy_port)
+            else:
+                _serve_leases(Path(args.listen), args.owner, proto, ready, relay, proxy)
         finally:
             stop_process(proxy, 10)
             relay.close()
     return 0
 
 
-def _serve(proto: TextIO, relay: Relay, proxy_port: int) -> None:
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m harness.gateway.litellm_main")
+    parser.add_argument("--listen", metavar="PATH", help="serve leases on this Unix socket")
+    parser.add_argument("--owner", type=int, default=0, metavar="PID", help="exit with it")
+    args = parser.parse_args(argv)
+    if (args.listen is None) != (args.owner == 0):
+        parser.error("--listen and --owner go together")
+    return args
+
+
+def _serve_leases(
+    path: Path,
+    owner: int,
+    proto: TextIO,
+    ready: dict[str, Any],
+    relay: Relay,
+    proxy: subprocess.Popen[bytes],
+) -> None:
+    """Serve one lease (a target child's connection) at a time until the owner or the
+    proxy exits. Each lease is greeted with ``ready`` (and the master key: the socket's
+    directory is the user's own, mode 0700); a lease that ends mid-job (its child killed
+    at the runner's ceiling) ends its job, so the next lease starts clean."""
+    try:
+        owner_fd = os.pidfd_open(owner)
+    except ProcessLookupError:
+        return
+    proxy_fd = os.pidfd_open(proxy.pid)
+    greeting = {**ready, "master_key": os.environ.get("LITELLM_MASTER_KEY", "")}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        path.unlink(missing_ok=True)  # a gateway of this slot that died left its socket
+        listener.bind(str(path))
+        listener.listen(4)
+        _send(proto, {**ready, "socket": str(path)})
+        proto.close()  # the starter reads no more: later writes would hit a closed pipe
+        try:
+            with selectors.DefaultSelector() as selector:
+                for fd in (listener.fileno(), owner_fd, proxy_fd):
+                    selector.register(fd, selectors.EVENT_READ)
+                while True:  # ends when the owner or the proxy exits
+                    ready_fds = {key.fd for key, _ in selector.select()}
+                    if owner_fd in ready_fds:  # the pool is done: nobody leases from it again
+                        for name in (path, *(path.with_suffix(x) for x in (".lock", ".log"))):
+                            name.unlink(missing_ok=True)
+                        _remove_if_empty(path.parent)
+                        return
+                    if proxy_fd in ready_fds:  # the slot stays: its next lease starts anew
+                        return
+                    conn, _ = listener.accept()
+                    with conn, conn.makefile("r", encoding="utf-8") as lines:
+                        with conn.makefile("w", buffering=1, encoding="utf-8") as out:
+                            try:
+                                _send(out, greeting)
+                                _serve(lines, out, relay, ready["proxy_port"])
+                            except OSError:
+                                pass  # the lease's child died mid-write; the job ended
+        finally:
+            path.unlink(missing_ok=True)
+            os.close(owner_fd)
+            os.close(proxy_fd)
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass  # another slot's files are still there: its gateway removes it
+
+
+def _serve(lines: Iterable[str], proto: TextIO, relay: Relay, proxy_port: int) -> None:
+    """One target child's jobs, until EOF (the child is gone) or an unknown command."""
     sampler: _Sampler | None = None
     begun_t = 0.0
-    for line in sys.stdin:  # EOF: the target child is gone
-        message = json.loads(line)
-        if message.get("cmd") == "begin":
-            host, port = message["upstream"]
-            # A leg left open by the last job leads to its server: none may carry this one's.
-            relay.set_upstream((str(host), int(port)), close_open=True)
-            sampler = _Sampler(proxy_port=proxy_port)
-            begun_t = time.monotonic()
-            sampler.start()
-            _send(proto, {"event": "begun", "t": begun_t})
-        elif message.get("cmd") == "end":
-            events = sampler.stop() if sampler is not None else []
-            sampler = None
-            # The relay samples its legs on every event of its own (accepted, upstream_fin,
-            # closed ...): its "client" leg is the proxy's upstream socket.
-            relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
-            # The job's legs end with it (FIN), so the proxy's pool has let them go long
-            # before the next job's request, instead of racing its FIN.
+    try:
+        for line in lines:
+            message = json.loads(line)
+            if message.get("cmd") == "begin":
+                host, port = message["upstream"]
+                # A leg left open by the last job leads to its server: none may carry this one's.
+                relay.set_upstream((str(host), int(port)), close_open=True)
+                sampler = _Sampler(proxy_port=proxy_port)
+                begun_t = time.monotonic()
+                sampler.start()
+                _send(proto, {"event": "begun", "t": begun_t})
+            elif message.get("cmd") == "end":
+                events = sampler.stop() if sampler is not None else []
+                sampler = None
+                # The relay samples its legs on every event of its own (accepted,
+                # upstream_fin, closed ...): its "client" leg is the proxy's upstream socket.
+                relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
+                # The job's legs end with it (FIN), so the proxy's pool has let them go long
+                # before the next job's request, instead of racing its FIN.
+                relay.close_connections()
+                _send(proto, {"event": "ended", "events": events, "relay": relayed})
+            else:
+                return
+    finally:
+        if sampler is not None:  # the child went away mid-job
+            sampler.stop()
             relay.close_connections()
-            _send(proto, {"event": "ended", "events": events, "relay": relayed})
-        else:
-            return
 
 
 def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:

@@ -7,8 +7,11 @@ server through a pass-through relay (the re-pointable upstream; see
 :mod:`harness.gateway.litellm_main`). The gateway process is started in its own
 session and re-parented away (``setsid -f``), so it is *not* in the target child's
 process tree: the runner's leak count stays the client's, as with the relay and
-Toxiproxy. It exits when the target child's end of its stdin closes, whether the child
-exited or was killed at the ceiling.
+Toxiproxy. Started by :meth:`Gateway.start` it is that process's own and exits when its
+stdin closes, whether the child exited or was killed at the ceiling. Leased
+(:meth:`Gateway.lease`) it is one of a pool the runner's target children share, one
+child at a time per gateway: a LiteLLM proxy costs ~10 s of CPU to start, and a target
+whose expected hangs are killed at the ceiling would otherwise pay it for every one.
 
 Per job: :meth:`Gateway.begin` points the relay at the job's fault server and starts
 sampling the legs' kernel TCP states; :meth:`Gateway.end` returns the ``tcp`` events
@@ -24,14 +27,16 @@ Not here: the targets (``harness.targets.clients.litellm_proxy``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
 import selectors
 import socket
 import subprocess
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,10 +48,12 @@ __all__ = [
     "LEGS",
     "JobLegs",
     "MAX_SAMPLES",
+    "POOL_SLOTS",
     "READY_MARKERS",
     "Gateway",
     "GatewayError",
     "free_port",
+    "pool_dir",
     "proxy_cli",
     "proxy_config",
     "summarize",
@@ -72,6 +79,10 @@ MAX_SAMPLES = 2000
 READY_MARKERS = ("Uvicorn running on", "Application startup complete")
 #: A cold LiteLLM proxy import on a busy 2-core machine takes tens of seconds.
 GATEWAY_START_S = 240.0
+#: Slots of a runner's gateway pool: more than its children of one target at once (a
+#: worker's child and its spare, on every lane the target's caps allow); a gateway is
+#: started in a slot only when every warm one is leased.
+POOL_SLOTS = 16
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -104,18 +115,30 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class Gateway:
-    """A running gateway process. :meth:`start`, then ``begin``/``end`` per job."""
+    """A gateway process's control channel: :meth:`start` (a child's own) or
+    :meth:`lease` (a pooled one), then ``begin``/``end`` per job, then :meth:`close`."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], *, master_key: str = "") -> None:
-        self._popen = popen
+    def __init__(
+        self,
+        read_fd: int,
+        write: Callable[[bytes], object],
+        closers: Sequence[Callable[[], object]],
+        *,
+        master_key: str = "",
+    ) -> None:
+        self._read_fd = read_fd
+        self._write_bytes = write
+        self._closers = list(closers)
         #: The proxy's ``master_key``: clients send it as their API key (never logged).
         self.master_key = master_key
         self._selector = selectors.DefaultSelector()
-        assert popen.stdout is not None
-        self._selector.register(popen.stdout, selectors.EVENT_READ)
+        self._selector.register(read_fd, selectors.EVENT_READ)
         self._buffer = b""
         self.url = ""
         self.proxy_pid = 0
+        #: A leased gateway: its slot in the pool, and whether an earlier child used it.
+        self.slot: int | None = None
+        self.reused = False
 
     @property
     def base_url(self) -> str:
@@ -125,25 +148,21 @@ class Gateway:
     def start(
         cls, *, python: Path, env: Mapping[str, str], timeout_s: float = GATEWAY_START_S
     ) -> Gateway:
-        """Start the gateway with ``python`` (LiteLLM's venv) and wait for its ``ready``.
+        """Start the gateway with ``python`` (LiteLLM's venv) and wait for its ``ready``;
+        it exits when this process closes its stdin (:meth:`close`, or this process's end).
 
         The proxy refuses to start without a master key (an unauthenticated proxy): a
         fresh random one is made here and handed over in the environment."""
         master_key = "sk-" + secrets.token_hex(32)
-        child_env = {
-            **env,
-            "PYTHONPATH": str(_PROJECT_ROOT),
-            "PYTHONUNBUFFERED": "1",
-            "LITELLM_MASTER_KEY": master_key,
-        }
-        popen = subprocess.Popen(
-            ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=child_env,
-            close_fds=True,
-        )
-        gateway = cls(popen, master_key=master_key)
+        popen = _spawn(python, env, master_key, (), stdin=subprocess.PIPE)
+        assert popen.stdin is not None and popen.stdout is not None
+        stdin, stdout = popen.stdin, popen.stdout
+
+        def write(data: bytes) -> None:
+            stdin.write(data)
+            stdin.flush()
+
+        gateway = cls(stdout.fileno(), write, [stdin.close, stdout.close], master_key=master_key)
         try:
             ready = gateway._expect(("ready",), time.monotonic() + timeout_s)
         except GatewayError:
@@ -155,14 +174,76 @@ class Gateway:
         gateway.proxy_pid = int(ready["proxy_pid"])
         return gateway
 
+    @classmethod
+    def lease(
+        cls,
+        *,
+        python: Path,
+        env: Mapping[str, str],
+        owner: int,
+        pool: Path | None = None,
+        slots: int = POOL_SLOTS,
+        timeout_s: float = GATEWAY_START_S,
+    ) -> Gateway:
+        """A gateway of the pool of process ``owner`` (the runner) for as long as this
+        process holds it: the first free slot's warm gateway, or a new one started in it.
+
+        A slot is an ``flock`` on its lock file, so the kernel frees it when the holder
+        exits, even by SIGKILL at the runner's ceiling; the slot's gateway then serves the
+        next child. Pooled gateways exit with ``owner``."""
+        where = pool if pool is not None else pool_dir(owner)
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        deadline = time.monotonic() + timeout_s
+        for slot in range(slots):
+            lock = _try_lock(where / f"slot-{slot}.lock")  # the gateway's socket path, .lock
+            if lock is None:
+                continue  # another child holds it
+            try:
+                path = where / f"slot-{slot}.sock"
+                gateway = cls._connect(path, deadline)
+                reused = gateway is not None
+                if gateway is None:
+                    _start_pooled(python, env, path, owner, deadline)
+                    gateway = cls._connect(path, deadline)
+                if gateway is None:
+                    raise GatewayError(f"{path}: the gateway started there refuses leases")
+            except BaseException:
+                os.close(lock)
+                raise
+            gateway._closers.append(lambda fd=lock: os.close(fd))
+            gateway.slot, gateway.reused = slot, reused
+            return gateway
+        raise GatewayError(f"{where}: every one of its {slots} gateway slots is leased")
+
+    @classmethod
+    def _connect(cls, path: Path, deadline: float) -> Gateway | None:
+        """The gateway listening at ``path``, greeted; None if none listens there."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            return None
+        gateway = cls(sock.fileno(), sock.sendall, [sock.close])
+        try:
+            ready = gateway._expect(("ready",), deadline)
+        except GatewayError:
+            gateway.close()
+            raise
+        gateway.url = str(ready["url"])
+        gateway.proxy_pid = int(ready["proxy_pid"])
+        gateway.master_key = str(ready["master_key"])
+        return gateway
+
     def close(self) -> None:
-        """Close the gateway's stdin: it stops the proxy and exits (idempotent)."""
-        for stream in (self._popen.stdin, self._popen.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass  # a broken pipe: the gateway is already gone
+        """End this process's use: a child's own gateway stops (its stdin closes), a
+        leased one goes back to the pool (idempotent)."""
+        closers, self._closers = self._closers, []
+        for close in closers:
+            try:
+                close()
+            except OSError:
+                pass  # a broken pipe: the gateway is already gone
         self._selector.close()
 
     def begin(self, upstream: tuple[str, int], *, timeout_s: float = 10.0) -> float:
@@ -179,16 +260,13 @@ class Gateway:
     # ----------------------------------------------------------------- helpers
 
     def _write(self, message: Mapping[str, Any]) -> None:
-        assert self._popen.stdin is not None
         try:
-            self._popen.stdin.write((json.dumps(message) + "\n").encode())
-            self._popen.stdin.flush()
+            self._write_bytes((json.dumps(message) + "\n").encode())
         except OSError as exc:
             raise GatewayError(f"the gateway is gone: {exc}") from exc
 
     def _expect(self, events: Sequence[str], deadline: float) -> dict[str, Any]:
-        assert self._popen.stdout is not None
-        fd = self._popen.stdout.fileno()
+        fd = self._read_fd
         while True:
             while b"\n" not in self._buffer:
                 remaining = deadline - time.monotonic()
@@ -204,6 +282,69 @@ class Gateway:
                 raise GatewayError(str(message.get("message", ""))[:1000])
             if message.get("event") in events:
                 return message
+
+
+def pool_dir(owner: int) -> Path:
+    """Where the pooled gateways of process ``owner`` keep their slots (the user's own)."""
+    return Path(tempfile.gettempdir()) / f"harness-gateways-{os.getuid()}-{owner}"
+
+
+def _try_lock(path: Path) -> int | None:
+    """An ``flock``-ed descriptor of ``path``, or None if another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _spawn(
+    python: Path,
+    env: Mapping[str, str],
+    master_key: str,
+    args: Sequence[str],
+    *,
+    stdin: int,
+    stderr: Any = None,
+) -> subprocess.Popen[bytes]:
+    """``python -m harness.gateway.litellm_main ARGS`` in a session of its own
+    (``setsid -f``: re-parented, so outside the target child's process tree); its
+    stderr is this process's unless ``stderr`` says otherwise."""
+    child_env = {
+        **env,
+        "PYTHONPATH": str(_PROJECT_ROOT),
+        "PYTHONUNBUFFERED": "1",
+        "LITELLM_MASTER_KEY": master_key,
+    }
+    return subprocess.Popen(
+        ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main", *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=child_env,
+        close_fds=True,
+    )
+
+
+def _start_pooled(
+    python: Path, env: Mapping[str, str], path: Path, owner: int, deadline: float
+) -> None:
+    """Start a pooled gateway listening at ``path``; return once it says ``ready``."""
+    master_key = "sk-" + secrets.token_hex(32)
+    args = ("--listen", str(path), "--owner", str(owner))
+    # Its own log, not the starter's stderr: the gateway outlives the child that started
+    # it, and a pipe it kept open would keep the child's reader waiting for EOF.
+    with open(path.with_suffix(".log"), "ab") as log:
+        popen = _spawn(python, env, master_key, args, stdin=subprocess.DEVNULL, stderr=log)
+    assert popen.stdout is not None
+    starter = Gateway(popen.stdout.fileno(), lambda data: None, [popen.stdout.close])
+    try:
+        starter._expect(("ready",), deadline)
+    finally:
+        starter.close()
+        popen.wait()  # setsid -f exits at once
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,10 @@ class Target(ABC):
     #: (a gateway), so that the run's own parallelism is not the load its deadlines are
     #: judged under.
     max_parallel: ClassVar[int] = 0
+    #: At most this many of its expected hangs wait at once on the run's idle lanes
+    #: (0: ``max_parallel``): a hang only waits, so a target whose heavy process is
+    #: pooled (a gateway lease) can wait on more lanes than it runs on.
+    idle_parallel: ClassVar[int] = 0
     #: How many requests the server may see for each one the client sends: a gateway
     #: between them that retries upstream on its own (LiteLLM's Router: 1 + num_retries).
     #: Scales the scenario's request budget for this target's expectation (a budget

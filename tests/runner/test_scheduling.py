@@ -218,18 +218,46 @@ def test_the_gateway_runs_its_whole_case_at_its_time_scale_floor():
 
 
 def test_the_cap_counts_idle_lanes_apart_so_a_capped_targets_hangs_wait_beside_it():
+    # litellm-proxy leases its gateways from the runner's pool, so more of its expected
+    # hangs wait at once (Target.idle_parallel) than its cases run (Target.max_parallel)
+    from harness.targets.clients.litellm_proxy import LiteLLMProxyReferenceTarget as Proxy
+
+    assert Proxy.idle_parallel > Proxy.max_parallel > 0
     hang = {"rules": [{"fault": {"phase": "request", "action": "hang"}}]}
+    n = Proxy.idle_parallel + 1
     hangs = [
-        (make(f"h{i}", {"litellm-proxy": "hung"}, script=hang), "litellm-proxy") for i in range(3)
+        (make(f"h{i}", {"litellm-proxy": "hung"}, script=hang), "litellm-proxy") for i in range(n)
     ]
     cases = short_cases("litellm-proxy", 3) + hangs
-    queue = CaseQueue(cases, RunSettings(jobs=2, idle_lanes=4))
-    assert queue.count("idle") == 3
-    general = [queue.take("general", f"g{i}", None) for i in range(2)]
-    assert all(item is not None for item in general)
-    idle = [queue.take("idle", f"i{i}", None) for i in range(3)]
-    # two general workers and two idle lanes on the target, not four in all
-    assert [item is not None for item in idle] == [True, True, False]
+    queue = CaseQueue(cases, RunSettings(jobs=4, idle_lanes=16))
+    assert queue.count("idle") == n
+    general = [queue.take("general", f"g{i}", None) for i in range(4)]
+    assert [item is not None for item in general] == [True] * Proxy.max_parallel + [False] * (
+        4 - Proxy.max_parallel
+    )
+    idle = [queue.take("idle", f"i{i}", None) for i in range(n)]
+    # idle_parallel idle lanes on the target beside its max_parallel general workers
+    assert [item is not None for item in idle] == [True] * Proxy.idle_parallel + [False]
+
+
+def test_without_idle_parallel_the_idle_lanes_take_the_max_parallel_cap():
+    from harness.targets.base import Target
+
+    assert Target.idle_parallel == 0  # the default: max_parallel for both
+    from harness.scheduling import _full
+
+    class Capped(Target):
+        max_parallel = 2
+
+    class Wider(Capped):
+        idle_parallel = 5
+
+    for cls, idle_cap in ((Capped, 2), (Wider, 5)):
+        plan = type("Plan", (), {"target_cls": cls})()
+        group = [(1.0, 0, plan)]
+        assert _full(group, "t", ["t"] * 2) is True  # general lanes: max_parallel
+        assert _full(group, "t", ["t"] * (idle_cap - 1), idle=True) is False
+        assert _full(group, "t", ["t"] * idle_cap, idle=True) is True
 
 
 def test_a_capped_target_with_more_work_than_its_cap_clears_goes_first():

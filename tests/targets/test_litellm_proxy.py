@@ -7,7 +7,14 @@ and ``HARNESS_EXTRA_TARGETS=1`` are set; they share one gateway (a LiteLLM proxy
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 
@@ -54,10 +61,34 @@ def test_proxy_config_routes_every_model_to_the_given_base():
     assert upstream_of("http://127.0.0.1:5000/v1") == ("127.0.0.1", 5000)
 
 
+@dataclass(frozen=True)
+class _Pool:
+    """A gateway pool of the module's own: its owner is a process the module ends."""
+
+    owner: subprocess.Popen[bytes]
+    where: Path
+
+    def lease(self) -> Gateway:
+        env = {**os.environ, **CHILD_ENV}
+        return Gateway.lease(
+            python=litellm_python(), env=env, owner=self.owner.pid, pool=self.where
+        )
+
+
 @pytest.fixture(scope="module")
-def gateway():
+def pool(tmp_path_factory):
     skip_or_fail("litellm-proxy", litellm_unavailable(proxy=True))
-    gw = Gateway.start(python=litellm_python(), env={**os.environ, **CHILD_ENV})
+    # The owner reads its stdin until it closes: the module ends it, and with it the pool.
+    owner = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+    yield _Pool(owner, tmp_path_factory.mktemp("gateways"))
+    if owner.poll() is None:
+        owner.stdin.close()
+        owner.wait(10)
+
+
+@pytest.fixture
+def gateway(pool):
+    gw = pool.lease()
     yield gw
     gw.close()
 
@@ -110,3 +141,71 @@ def test_provider_fin_mid_stream_is_not_held_silent_by_the_proxy(gateway):
     assert error != "APITimeoutError"  # ended by the proxy, not by the client's timeout
     assert "CLOSE_WAIT" not in legs.states()[-1][1]["proxy_out"]  # the proxy closed it
     assert summary["proxy_close_wait_s"] < 60
+
+
+#: A target child's lease, cut off mid-request: it leases from the pool, sends a streamed
+#: request through the proxy to a server that never answers, says so, and waits to be killed.
+_LEASE_AND_HANG = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+
+    import httpx
+
+    from harness.gateway.litellm_proxy import Gateway
+    from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python
+
+    owner, where, port = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    gw = Gateway.lease(
+        python=litellm_python(), env={**os.environ, **CHILD_ENV}, owner=owner, pool=where
+    )
+    gw.begin(("127.0.0.1", port))
+    print(json.dumps({"slot": gw.slot, "proxy_pid": gw.proxy_pid}), flush=True)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Authorization": "Bearer " + gw.master_key}
+    httpx.post(gw.base_url + "/chat/completions", json=body, headers=headers, timeout=600)
+    """
+)
+
+
+@pytest.mark.timeout(400)
+def test_a_child_killed_mid_request_gives_its_gateway_back_warm_and_the_pool_ends_with_its_owner(
+    pool,
+):
+    """The pooled gateway outlives a target child killed at the runner's ceiling: the next
+    lease gets the same warm proxy (no cold start), its job is served in full, and every
+    pooled proxy exits once the pool's owner (the runner) does, leaving no file behind."""
+    hang = script_from_dict({"rules": [{"fault": {"phase": "request", "action": "hang"}}]})
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with FaultServer(hang) as stalled:
+        args = [str(pool.owner.pid), str(pool.where), str(stalled.port)]
+        child = subprocess.Popen(
+            [sys.executable, "-c", _LEASE_AND_HANG, *args], stdout=PIPE, env=env
+        )
+        try:
+            leased = json.loads(child.stdout.readline())
+            stalled.wait_for("fault", timeout=120)  # the request is in flight, held upstream
+        finally:
+            child.kill()
+            child.wait(10)
+    with FaultServer() as server:
+        gw = pool.lease()
+        try:
+            assert (gw.slot, gw.reused, gw.proxy_pid) == (leased["slot"], True, leased["proxy_pid"])
+            gw.begin(upstream_of(server.base_url))
+            text, error = _stream_through(gw, server, timeout_s=60)
+            gw.end()
+            expected = server.requests()[-1].expected_text
+        finally:
+            gw.close()
+    assert (text, error) == (expected, None)
+    proxy = os.pidfd_open(gw.proxy_pid)
+    try:
+        pool.owner.stdin.close()
+        pool.owner.wait(10)
+        import select
+
+        assert select.select([proxy], [], [], 60)[0], "the pooled proxy outlived its owner"
+        assert not pool.where.exists()  # its one slot's lock and socket went with it
+    finally:
+        os.close(proxy)

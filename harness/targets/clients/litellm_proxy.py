@@ -2,9 +2,10 @@
 
 The client is the reference stack (``litellm-proxy``) or the bare OpenAI SDK at its
 defaults (``litellm-proxy+openai-sdk``), unchanged; only its base URL is the proxy's.
-The proxy (:mod:`harness.gateway.litellm_proxy`) is started once per target child in
-``prepare()`` -- before the leak baseline, outside the child's process tree -- and is
-re-pointed at each job's fault server, so the scenario's fault happens on the proxy's
+The proxy (:mod:`harness.gateway.litellm_proxy`) is leased from the runner's gateway
+pool in ``prepare()`` -- before the leak baseline, outside the child's process tree; a
+warm one when a child before this one (killed at its ceiling, say) gave it back, a new
+one otherwise -- and is re-pointed at each job's fault server, so the scenario's fault happens on the proxy's
 upstream leg and the client sees whatever the proxy makes of it. This is the real
 middlebox of the CLOSE-WAIT hang: when the provider FINs mid-stream, does the proxy
 close the client's leg, or keep it open and silent with its upstream socket in
@@ -59,10 +60,13 @@ class _ThroughProxy:
     _gateway: Any = None
     _direct = False
     forkable: ClassVar[bool] = False  # the gateway process started in prepare() is its own
-    #: Every child starts a LiteLLM proxy of its own (~10 s of CPU to start, a Python hop
-    #: per chunk): eight at once on 2 cores put the load at 25+, and the proxy's own
+    #: Every child leases a LiteLLM proxy (~10 s of CPU to start one, a Python hop per
+    #: chunk): eight started at once on 2 cores put the load at 25+, and the proxy's own
     #: latency past the client's scaled first-byte deadline.
     max_parallel: ClassVar[int] = 2
+    #: Its expected hangs only wait, and a child killed at the ceiling gives its gateway
+    #: back to the runner's pool warm: more of them wait at once than cases run.
+    idle_parallel: ClassVar[int] = 4
     #: The proxy's Router retries each request upstream (num_retries 2, its default).
     requests_per_request: ClassVar[int] = 3
     install: ClassVar[str] = "HARNESS_EXTRA_TARGETS=1 bash ci/setup"
@@ -83,7 +87,11 @@ class _ThroughProxy:
 
         from harness.gateway.litellm_proxy import Gateway
 
-        self._gateway = Gateway.start(python=litellm_python(), env={**os.environ, **CHILD_ENV})
+        # The runner's pool: a warm proxy left by a child killed at its ceiling serves
+        # this one (the runner is this child's parent; the pool exits with it).
+        self._gateway = Gateway.lease(
+            python=litellm_python(), env={**os.environ, **CHILD_ENV}, owner=os.getppid()
+        )
         # One proxied call, so the proxy's first-request costs land before the baseline.
         from harness.server import FaultServer
 
@@ -101,7 +109,9 @@ class _ThroughProxy:
         from harness.gateway.litellm_proxy import summarize
 
         self._gateway.begin(upstream_of(job.base_url))
-        log.mark("proxy", f"via LiteLLM proxy {self._gateway.url}")
+        gw = self._gateway
+        lease = f" (pool slot {gw.slot}, {'warm' if gw.reused else 'started'})"
+        log.mark("proxy", f"via LiteLLM proxy {gw.url}{lease if gw.slot is not None else ''}")
         try:
             proxied = dataclasses.replace(
                 job,
