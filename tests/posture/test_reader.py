@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -68,53 +70,60 @@ def finish(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=10)
 
 
-@pytest.mark.timeout(30)
-def test_options_the_test_set_are_read_back_from_the_live_socket(listener):
+@dataclass(frozen=True)
+class Connected:
+    """A client process connected to the listener: its process, the listener's port and
+    the client's own (its socket's local port)."""
+
+    proc: subprocess.Popen[str]
+    port: int
+    peer_port: int
+
+
+@contextmanager
+def connected(listener: socket.socket, options, *, via_shell: bool = False) -> Iterator[Connected]:
+    """A client with ``options`` on its socket, accepted; both ends open for the block."""
     port = listener.getsockname()[1]
-    proc = client(port, KEEPALIVE)
+    proc = client(port, options, via_shell=via_shell)
     try:
         conn, peer = listener.accept()
         with conn:
-            reading = read_tree(proc.pid, remote_ports=[port])
-            by_peer = read_tree(proc.pid, peer_ports=[peer[1]])
+            yield Connected(proc, port, peer[1])
     finally:
         finish(proc)
+
+
+@pytest.mark.timeout(30)
+def test_options_the_test_set_are_read_back_from_the_live_socket(listener):
+    with connected(listener, KEEPALIVE) as c:
+        reading = read_tree(c.proc.pid, remote_ports=[c.port])
+        by_peer = read_tree(c.proc.pid, peer_ports=[c.peer_port])
+    proc, port, peer_port = c.proc, c.port, c.peer_port
     assert reading.readable and len(reading.sockets) == 1
     p = reading.sockets[0].posture
     assert p.source == "getsockopt" and p.pid == proc.pid
     assert p.keepalive.to_dict() == {"enabled": True, "idle_s": 13.0, "interval_s": 4.0, "count": 6}
     assert (p.user_timeout_s, p.nodelay, p.state) == (2.5, True, "ESTABLISHED")
     assert p.timer == "keepalive" and 0 < p.timer_s <= 13
-    assert p.local == f"127.0.0.1:{peer[1]}" and p.remote == f"127.0.0.1:{port}"
+    assert p.local == f"127.0.0.1:{peer_port}" and p.remote == f"127.0.0.1:{port}"
     assert [f.posture.local for f in by_peer.sockets] == [p.local]
 
 
 @pytest.mark.timeout(30)
 def test_a_socket_with_no_options_reads_as_off_and_a_grandchilds_socket_is_found(listener):
-    port = listener.getsockname()[1]
-    proc = client(port, [], via_shell=True)
-    try:
-        conn, _ = listener.accept()
-        with conn:
-            reading = read_tree(proc.pid, remote_ports=[port])
-    finally:
-        finish(proc)
+    with connected(listener, [], via_shell=True) as c:
+        reading = read_tree(c.proc.pid, remote_ports=[c.port])
     [found] = reading.sockets
     p = found.posture
-    assert p.pid != proc.pid  # the shell's child holds it
+    assert p.pid != c.proc.pid  # the shell's child holds it
     assert p.keepalive.enabled is False and p.user_timeout_s is None and p.timer == "off"
 
 
 @pytest.mark.timeout(30)
 def test_sockets_to_other_ports_are_not_the_clients(listener):
-    port = listener.getsockname()[1]
-    proc = client(port, KEEPALIVE)
-    try:
-        conn, _ = listener.accept()
-        with conn:
-            assert read_tree(proc.pid, remote_ports=[port + 1 if port < 65535 else 1]).sockets == ()
-    finally:
-        finish(proc)
+    with connected(listener, KEEPALIVE) as c:
+        other = c.port + 1 if c.port < 65535 else 1
+        assert read_tree(c.proc.pid, remote_ports=[other]).sockets == ()
 
 
 def test_off_linux_nothing_is_read_and_the_reason_says_so():
@@ -130,18 +139,9 @@ def test_refused_duplicate_keeps_the_kernels_view_and_says_why(listener, monkeyp
         raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
     monkeypatch.setattr(reader, "_pidfd_getfd", refuse)
-    port = listener.getsockname()[1]
-    with_ka = client(port, KEEPALIVE)
-    without = client(port, [])
-    try:
-        c1, _ = listener.accept()
-        c2, _ = listener.accept()
-        with c1, c2:
-            a = read_tree(with_ka.pid, remote_ports=[port]).sockets[0].posture
-            b = read_tree(without.pid, remote_ports=[port]).sockets[0].posture
-    finally:
-        finish(with_ka)
-        finish(without)
+    with connected(listener, KEEPALIVE) as with_ka, connected(listener, []) as without:
+        a = read_tree(with_ka.proc.pid, remote_ports=[with_ka.port]).sockets[0].posture
+        b = read_tree(without.proc.pid, remote_ports=[without.port]).sockets[0].posture
     for p in (a, b):
         assert p.source == "proc" and "ptrace" in p.reason
         assert p.user_timeout_s == UNKNOWN and p.keepalive.idle_s == UNKNOWN
@@ -161,14 +161,10 @@ def test_a_descriptor_reused_since_the_listing_is_not_read_as_the_socket(listene
         return os.dup(read_end)
 
     monkeypatch.setattr(reader, "_pidfd_getfd", reused)
-    port = listener.getsockname()[1]
-    proc = client(port, KEEPALIVE)
     try:
-        conn, _ = listener.accept()
-        with conn:
-            reading = read_tree(proc.pid, remote_ports=[port])
+        with connected(listener, KEEPALIVE) as c:
+            reading = read_tree(c.proc.pid, remote_ports=[c.port])
     finally:
-        finish(proc)
         os.close(read_end)
         os.close(write_end)
     assert all(s.posture.source != "getsockopt" for s in reading.sockets)
@@ -183,29 +179,23 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a reader as another user")
 @pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="needs /usr/bin/python3")
 def test_another_users_reader_gets_unreadable_with_the_reason_not_off(listener):
-    port = listener.getsockname()[1]
-    proc = client(port, [])
-    code = (
-        "import json, sys; from harness.posture.reader import read_tree; "
-        f"r = read_tree({proc.pid}, remote_ports=[{port}]); "
-        "print(json.dumps([r.readable, r.reason, len(r.sockets)]))"
-    )
-    try:
-        conn, _ = listener.accept()
-        with conn:
-            done = subprocess.run(
-                [SYSTEM_PYTHON, "-c", code],
-                capture_output=True,
-                text=True,
-                user=65534,  # nobody
-                group=65534,
-                env={"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "")},
-                cwd="/",
-                timeout=30,
-            )
-    finally:
-        finish(proc)
+    with connected(listener, []) as c:
+        code = (
+            "import json, sys; from harness.posture.reader import read_tree; "
+            f"r = read_tree({c.proc.pid}, remote_ports=[{c.port}]); "
+            "print(json.dumps([r.readable, r.reason, len(r.sockets)]))"
+        )
+        done = subprocess.run(
+            [SYSTEM_PYTHON, "-c", code],
+            capture_output=True,
+            text=True,
+            user=65534,  # nobody
+            group=65534,
+            env={"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "")},
+            cwd="/",
+            timeout=30,
+        )
     assert done.returncode == 0, done.stderr
     readable, reason, count = json.loads(done.stdout)
     assert (readable, count) == (False, 0)
-    assert "Permission denied" in reason and f"/proc/{proc.pid}/fd" in reason
+    assert "Permission denied" in reason and f"/proc/{c.proc.pid}/fd" in reason
