@@ -403,9 +403,11 @@ def summarize(legs: JobLegs) -> dict[str, Any]:
     order of first sight."""
     timeline = legs.states()
     held = 0.0
-    for (t, states), nxt in zip(timeline, [*timeline[1:], None], strict=True):
+    # Empty when no leg was ever seen: a call over between two samples (a warm proxy
+    # answers in less than DEFAULT_SAMPLE_INTERVAL_S) leaves every leg "-" throughout.
+    for i, (t, states) in enumerate(timeline):
         if "CLOSE_WAIT" in states["proxy_out"] and "ESTABLISHED" in states["client"]:
-            held += (nxt[0] if nxt is not None else t) - t
+            held += (timeline[i + 1][0] if i + 1 < len(timeline) else t) - t
 
     def seen(leg: str) -> list[str]:
         order: list[str] = []

@@ -53,6 +53,19 @@ def test_close_wait_is_counted_only_while_the_client_leg_is_established():
     )
 
 
+def test_a_job_whose_legs_were_never_seen_summarizes_to_nothing_held():
+    # A call over between two samples (a warm pooled proxy, a fast failure): every leg
+    # "-" in each sample and no relay event. The summary crashed on it (a live dry run in
+    # CI, 2026-12-02 18:35 UTC: zip() argument 2 is longer than argument 1).
+    dashes = {"client": "-", "proxy_in": "-"}
+    for samples in ([], [{"t": 0.0, "states": dashes}, {"t": 0.05, "states": dashes}]):
+        legs = JobLegs(samples=samples, relay=[])
+        assert legs.states() == [] and legs.timeline() == []
+        summary = summarize(legs)
+        assert summary["proxy_close_wait_s"] == 0.0
+        assert summary["client_states"] == [] and summary["provider_states"] == []
+
+
 def test_proxy_config_routes_every_model_to_the_given_base():
     route = proxy_config("http://127.0.0.1:9/v1")["model_list"][0]
     assert route["model_name"] == "*"
