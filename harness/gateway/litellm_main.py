@@ -48,15 +48,8 @@ from typing import Any, TextIO
 
 from harness import tcpstate
 from harness.foreground import stop_process
-from harness.gateway.litellm_proxy import (
-    CLIENT_LEGS,
-    DEFAULT_SAMPLE_INTERVAL_S,
-    MAX_SAMPLES,
-    READY_MARKERS,
-    free_port,
-    proxy_cli,
-    proxy_config,
-)
+from harness.gateway.legs import CLIENT_LEGS, DEFAULT_SAMPLE_INTERVAL_S, MAX_SAMPLES
+from harness.gateway.litellm_proxy import READY_MARKERS, free_port, proxy_cli, proxy_config
 from harness.relay import Relay
 
 __all__ = ["main"]

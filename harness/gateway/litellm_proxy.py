@@ -1,4 +1,4 @@
-"""The LiteLLM proxy as a gateway: its config, the gateway process handle, the legs' summary.
+"""The LiteLLM proxy as a gateway: its config, the gateway process handle and its pool.
 
 :class:`Gateway` starts ``python -m harness.gateway.litellm_main`` (LiteLLM's own
 virtualenv), which runs a real LiteLLM proxy server on a free 127.0.0.1 port with a
@@ -15,14 +15,14 @@ whose expected hangs are killed at the ceiling would otherwise pay it for every 
 
 Per job: :meth:`Gateway.begin` points the relay at the job's fault server and starts
 sampling the legs' kernel TCP states; :meth:`Gateway.end` returns the ``tcp`` events
-(changes only), and :func:`summarize` measures the middlebox shape: how long the
-proxy's upstream socket sat in CLOSE_WAIT while the client's leg stayed ESTABLISHED.
+(changes only), which :mod:`harness.gateway.legs` measures.
 
 LiteLLM proxy defaults that apply (litellm 1.108, ``router.py`` / ``constants.py``):
 the Router's ``num_retries`` is ``openai.DEFAULT_MAX_RETRIES`` (2) and its ``timeout``
 ``litellm.request_timeout`` (6000 s); no stream timeout unless configured.
 
-Not here: the targets (``harness.targets.clients.litellm_proxy``).
+Not here: the legs' timeline and summary (``harness.gateway.legs``), the targets
+(``harness.targets.clients.litellm_proxy``).
 """
 
 from __future__ import annotations
@@ -37,17 +37,13 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.gateway.legs import JobLegs
+
 __all__ = [
-    "DEFAULT_SAMPLE_INTERVAL_S",
     "GATEWAY_START_S",
-    "CLIENT_LEGS",
-    "LEGS",
-    "JobLegs",
-    "MAX_SAMPLES",
     "POOL_SLOTS",
     "READY_MARKERS",
     "Gateway",
@@ -56,15 +52,7 @@ __all__ = [
     "pool_dir",
     "proxy_cli",
     "proxy_config",
-    "summarize",
 ]
-
-#: The four sockets of a proxied call: the client leg's two ends (sampled by the gateway)
-#: and the upstream leg's (the relay's "client" and "upstream" legs).
-LEGS = ("client", "proxy_in", "proxy_out", "provider")
-CLIENT_LEGS = LEGS[:2]
-_RELAY_LEG_NAMES = {"client": "proxy_out", "upstream": "provider"}
-DEFAULT_SAMPLE_INTERVAL_S = 0.05
 
 
 def proxy_cli(python: Path) -> Path:
@@ -73,8 +61,6 @@ def proxy_cli(python: Path) -> Path:
     return python.with_name("litellm")
 
 
-#: Samples per job at most (``DEFAULT_SAMPLE_INTERVAL_S`` apart: 100 s of a job).
-MAX_SAMPLES = 2000
 #: What uvicorn prints once the proxy accepts connections.
 READY_MARKERS = ("Uvicorn running on", "Application startup complete")
 #: A cold LiteLLM proxy import on a busy 2-core machine takes tens of seconds.
@@ -149,12 +135,8 @@ class Gateway:
         cls, *, python: Path, env: Mapping[str, str], timeout_s: float = GATEWAY_START_S
     ) -> Gateway:
         """Start the gateway with ``python`` (LiteLLM's venv) and wait for its ``ready``;
-        it exits when this process closes its stdin (:meth:`close`, or this process's end).
-
-        The proxy refuses to start without a master key (an unauthenticated proxy): a
-        fresh random one is made here and handed over in the environment."""
-        master_key = "sk-" + secrets.token_hex(32)
-        popen = _spawn(python, env, master_key, (), stdin=subprocess.PIPE)
+        it exits when this process closes its stdin (:meth:`close`, or this process's end)."""
+        popen, master_key = _spawn(python, env, (), stdin=subprocess.PIPE)
         assert popen.stdin is not None and popen.stdout is not None
         stdin, stdout = popen.stdin, popen.stdout
 
@@ -170,8 +152,7 @@ class Gateway:
             raise
         finally:
             popen.wait()  # setsid -f exits at once; the gateway runs on, re-parented
-        gateway.url = str(ready["url"])
-        gateway.proxy_pid = int(ready["proxy_pid"])
+        gateway._greeted(ready)
         return gateway
 
     @classmethod
@@ -195,11 +176,11 @@ class Gateway:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout_s
         for slot in range(slots):
-            lock = _try_lock(where / f"slot-{slot}.lock")  # the gateway's socket path, .lock
+            path = where / f"slot-{slot}.sock"  # the slot's other files: this, other suffix
+            lock = _try_lock(path.with_suffix(".lock"))
             if lock is None:
                 continue  # another child holds it
             try:
-                path = where / f"slot-{slot}.sock"
                 gateway = cls._connect(path, deadline)
                 reused = gateway is not None
                 if gateway is None:
@@ -230,9 +211,7 @@ class Gateway:
         except GatewayError:
             gateway.close()
             raise
-        gateway.url = str(ready["url"])
-        gateway.proxy_pid = int(ready["proxy_pid"])
-        gateway.master_key = str(ready["master_key"])
+        gateway._greeted(ready)
         return gateway
 
     def close(self) -> None:
@@ -258,6 +237,14 @@ class Gateway:
         return JobLegs(samples=list(message["events"]), relay=list(message["relay"]))
 
     # ----------------------------------------------------------------- helpers
+
+    def _greeted(self, ready: Mapping[str, Any]) -> None:
+        """Take the gateway's ``ready``: its URL, the proxy's pid, and (a pooled
+        gateway's greeting) the master key it was started with."""
+        self.url = str(ready["url"])
+        self.proxy_pid = int(ready["proxy_pid"])
+        if "master_key" in ready:
+            self.master_key = str(ready["master_key"])
 
     def _write(self, message: Mapping[str, Any]) -> None:
         try:
@@ -303,22 +290,24 @@ def _try_lock(path: Path) -> int | None:
 def _spawn(
     python: Path,
     env: Mapping[str, str],
-    master_key: str,
     args: Sequence[str],
     *,
     stdin: int,
     stderr: Any = None,
-) -> subprocess.Popen[bytes]:
+) -> tuple[subprocess.Popen[bytes], str]:
     """``python -m harness.gateway.litellm_main ARGS`` in a session of its own
-    (``setsid -f``: re-parented, so outside the target child's process tree); its
-    stderr is this process's unless ``stderr`` says otherwise."""
+    (``setsid -f``: re-parented, so outside the target child's process tree), and the
+    master key it was given; its stderr is this process's unless ``stderr`` says
+    otherwise. The proxy refuses to start without a master key (an unauthenticated
+    proxy): a fresh random one is made here and handed over in the environment."""
+    master_key = "sk-" + secrets.token_hex(32)
     child_env = {
         **env,
         "PYTHONPATH": str(_PROJECT_ROOT),
         "PYTHONUNBUFFERED": "1",
         "LITELLM_MASTER_KEY": master_key,
     }
-    return subprocess.Popen(
+    popen = subprocess.Popen(
         ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main", *args],
         stdin=stdin,
         stdout=subprocess.PIPE,
@@ -326,18 +315,18 @@ def _spawn(
         env=child_env,
         close_fds=True,
     )
+    return popen, master_key
 
 
 def _start_pooled(
     python: Path, env: Mapping[str, str], path: Path, owner: int, deadline: float
 ) -> None:
     """Start a pooled gateway listening at ``path``; return once it says ``ready``."""
-    master_key = "sk-" + secrets.token_hex(32)
     args = ("--listen", str(path), "--owner", str(owner))
     # Its own log, not the starter's stderr: the gateway outlives the child that started
     # it, and a pipe it kept open would keep the child's reader waiting for EOF.
     with open(path.with_suffix(".log"), "ab") as log:
-        popen = _spawn(python, env, master_key, args, stdin=subprocess.DEVNULL, stderr=log)
+        popen, _ = _spawn(python, env, args, stdin=subprocess.DEVNULL, stderr=log)
     assert popen.stdout is not None
     starter = Gateway(popen.stdout.fileno(), lambda data: None, [popen.stdout.close])
     try:
@@ -345,76 +334,3 @@ def _start_pooled(
     finally:
         starter.close()
         popen.wait()  # setsid -f exits at once
-
-
-@dataclass(frozen=True)
-class JobLegs:
-    """One job's legs: the gateway's client-leg samples (``{"t", "states"}``, changes
-    only) and the relay's events (:meth:`harness.relay.RelayEvent.to_dict`)."""
-
-    samples: list[dict[str, Any]]
-    relay: list[dict[str, Any]]
-
-    def timeline(self) -> list[tuple[float, str, str]]:
-        """Client events: ``tcp`` lines with every leg's state at each change, and the
-        relay's own events (``upstream_fin``, ``closed`` ...) as ``relay:<kind>``."""
-        out = []
-        for t, states in self.states():
-            out.append((t, "tcp", " | ".join(f"{leg}={states[leg]}" for leg in LEGS)))
-        for e in self.relay:
-            if e["kind"] not in ("tcp", "bytes_down", "bytes_up"):
-                out.append((float(e["t"]), f"relay:{e['kind']}", str(e.get("detail", ""))))
-        return sorted(out)
-
-    def states(self) -> list[tuple[float, dict[str, str]]]:
-        """Every leg's state after each change, in time order (``-``: no socket)."""
-        changes: list[tuple[float, str, str]] = []
-        for sample in self.samples:
-            for leg in CLIENT_LEGS:
-                changes.append((float(sample["t"]), leg, sample["states"].get(leg, "-")))
-        upstream: dict[str, dict[int, str]] = {"proxy_out": {}, "provider": {}}
-        for e in self.relay:
-            for relay_leg, leg in _RELAY_LEG_NAMES.items():
-                text = (e.get("states") or {}).get(relay_leg)
-                if text is None:
-                    continue
-                state = text.split(" ", 1)[0]
-                per_conn = upstream[leg]
-                if state == "gone":
-                    per_conn.pop(int(e["conn"]), None)
-                else:
-                    per_conn[int(e["conn"])] = state
-                changes.append((float(e["t"]), leg, ",".join(per_conn.values()) or "-"))
-        current = dict.fromkeys(LEGS, "-")
-        out: list[tuple[float, dict[str, str]]] = []
-        for t, leg, state in sorted(changes, key=lambda c: c[0]):
-            if current[leg] != state:
-                current[leg] = state
-                out.append((t, dict(current)))
-        return out
-
-
-def summarize(legs: JobLegs) -> dict[str, Any]:
-    """The middlebox measurement over one job.
-
-    ``proxy_close_wait_s``: how long the proxy's upstream socket was in CLOSE_WAIT while
-    the client's leg was ESTABLISHED (the proxy kept the client waiting on a provider
-    that had already closed); ``<leg>_states``: every state each leg was seen in, in
-    order of first sight."""
-    timeline = legs.states()
-    held = 0.0
-    # Empty when no leg was ever seen: a call over between two samples (a warm proxy
-    # answers in less than DEFAULT_SAMPLE_INTERVAL_S) leaves every leg "-" throughout.
-    for i, (t, states) in enumerate(timeline):
-        if "CLOSE_WAIT" in states["proxy_out"] and "ESTABLISHED" in states["client"]:
-            held += (timeline[i + 1][0] if i + 1 < len(timeline) else t) - t
-
-    def seen(leg: str) -> list[str]:
-        order: list[str] = []
-        for _, states in timeline:
-            for state in states[leg].split(","):
-                if state not in order:
-                    order.append(state)
-        return order
-
-    return {"proxy_close_wait_s": round(held, 3), **{f"{leg}_states": seen(leg) for leg in LEGS}}

@@ -19,7 +19,8 @@ from subprocess import PIPE
 import pytest
 
 from harness.faults import script_from_dict
-from harness.gateway.litellm_proxy import Gateway, JobLegs, proxy_config, summarize
+from harness.gateway.legs import JobLegs, summarize
+from harness.gateway.litellm_proxy import Gateway, proxy_config
 from harness.server import FaultServer
 from harness.targets.clients.litellm_proxy import upstream_of
 from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable

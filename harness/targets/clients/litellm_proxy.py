@@ -5,16 +5,16 @@ defaults (``litellm-proxy+openai-sdk``), unchanged; only its base URL is the pro
 The proxy (:mod:`harness.gateway.litellm_proxy`) is leased from the runner's gateway
 pool in ``prepare()`` -- before the leak baseline, outside the child's process tree; a
 warm one when a child before this one (killed at its ceiling, say) gave it back, a new
-one otherwise -- and is re-pointed at each job's fault server, so the scenario's fault happens on the proxy's
-upstream leg and the client sees whatever the proxy makes of it. This is the real
-middlebox of the CLOSE-WAIT hang: when the provider FINs mid-stream, does the proxy
-close the client's leg, or keep it open and silent with its upstream socket in
-CLOSE_WAIT?
+one otherwise -- and is re-pointed at each job's fault server, so the scenario's fault
+happens on the proxy's upstream leg and the client sees whatever the proxy makes of it.
+This is the real middlebox of the CLOSE-WAIT hang: when the provider FINs mid-stream,
+does the proxy close the client's leg, or keep it open and silent with its upstream
+socket in CLOSE_WAIT?
 
 Every job's client events carry ``tcp`` events with both legs' kernel TCP states
 (``client``, ``proxy_in`` | ``proxy_out``, ``provider``; see
 :mod:`harness.gateway.litellm_main`), and its details the measurement
-(:func:`harness.gateway.litellm_proxy.summarize`): ``proxy_close_wait_s`` and the
+(:func:`harness.gateway.legs.summarize`): ``proxy_close_wait_s`` and the
 states each leg went through. A case the runner kills at its ceiling reports no
 events (the child is gone); the tests measure that shape directly.
 
@@ -106,7 +106,7 @@ class _ThroughProxy:
             raise TargetUnsupported(
                 litellm_unavailable(proxy=True) or "the LiteLLM gateway did not start"
             )
-        from harness.gateway.litellm_proxy import summarize
+        from harness.gateway.legs import summarize
 
         self._gateway.begin(upstream_of(job.base_url))
         gw = self._gateway
