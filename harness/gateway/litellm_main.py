@@ -48,6 +48,7 @@ from typing import Any, TextIO
 
 from harness import tcpstate
 from harness.foreground import stop_process
+from harness.gateway.fence import ANSWER, Fence
 from harness.gateway.legs import CLIENT_LEGS, DEFAULT_SAMPLE_INTERVAL_S, MAX_SAMPLES
 from harness.gateway.litellm_proxy import READY_MARKERS, free_port, proxy_cli, proxy_config
 from harness.relay import Relay
@@ -67,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     proto: TextIO = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
     sys.stdout = sys.stderr
-    relay = Relay(upstream=("127.0.0.1", 9), mode="pass")
+    fence = Fence()  # the relay's upstream between jobs
+    relay = Relay(upstream=fence.address, mode="pass")
     relay.start()
     proxy_port = free_port()
     with tempfile.TemporaryDirectory(prefix="harness-litellm-") as scratch:
@@ -88,12 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             if args.listen is None:
                 _send(proto, ready)
-                _serve(sys.stdin, proto, relay, proxy_port)
+                _serve(sys.stdin, proto, relay, fence, proxy_port)
             else:
-                _serve_leases(Path(args.listen), args.owner, proto, ready, relay, proxy)
+                _serve_leases(Path(args.listen), args.owner, proto, ready, relay, fence, proxy)
         finally:
             stop_process(proxy, 10)
             relay.close()
+            fence.close()
     return 0
 
 
@@ -113,6 +116,7 @@ def _serve_leases(
     proto: TextIO,
     ready: dict[str, Any],
     relay: Relay,
+    fence: Fence,
     proxy: subprocess.Popen[bytes],
 ) -> None:
     """Serve one lease (a target child's connection) at a time until the owner or the
@@ -149,7 +153,7 @@ def _serve_leases(
                         with conn.makefile("w", buffering=1, encoding="utf-8") as out:
                             try:
                                 _send(out, greeting)
-                                _serve(lines, out, relay, ready["proxy_port"])
+                                _serve(lines, out, relay, fence, ready["proxy_port"])
                             except OSError:
                                 pass  # the lease's child died mid-write; the job ended
         finally:
@@ -165,8 +169,15 @@ def _remove_if_empty(directory: Path) -> None:
         pass  # another slot's files are still there: its gateway removes it
 
 
-def _serve(lines: Iterable[str], proto: TextIO, relay: Relay, proxy_port: int) -> None:
-    """One target child's jobs, until EOF (the child is gone) or an unknown command."""
+def _serve(
+    lines: Iterable[str], proto: TextIO, relay: Relay, fence: Fence, proxy_port: int
+) -> None:
+    """One target child's jobs, until EOF (the child is gone) or an unknown command.
+
+    A job's upstream legs end with it, those still waiting for a reply answered in the
+    provider's place, and the relay points at the fence until the next job
+    (:mod:`harness.gateway.fence`): no request of an ended job reaches a later job's
+    server."""
     sampler: _Sampler | None = None
     begun_t = 0.0
     try:
@@ -175,27 +186,37 @@ def _serve(lines: Iterable[str], proto: TextIO, relay: Relay, proxy_port: int) -
             if message.get("cmd") == "begin":
                 host, port = message["upstream"]
                 # A leg left open by the last job leads to its server: none may carry this one's.
-                relay.set_upstream((str(host), int(port)), close_open=True)
+                relay.set_upstream((str(host), int(port)), close_open=True, answer=ANSWER)
                 sampler = _Sampler(proxy_port=proxy_port)
                 begun_t = time.monotonic()
                 sampler.start()
-                _send(proto, {"event": "begun", "t": begun_t})
+                _send(proto, {"event": "begun", "t": begun_t, "fenced": fence.answered})
             elif message.get("cmd") == "end":
                 events = sampler.stop() if sampler is not None else []
                 sampler = None
                 # The relay samples its legs on every event of its own (accepted,
                 # upstream_fin, closed ...): its "client" leg is the proxy's upstream socket.
+                ended_t = time.monotonic()
                 relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
                 # The job's legs end with it (FIN), so the proxy's pool has let them go long
                 # before the next job's request, instead of racing its FIN.
-                relay.close_connections()
+                if _fence_off(relay, fence):
+                    answers = [e for e in relay.timeline() if e.t >= ended_t]
+                    relayed += [e.to_dict() for e in answers if e.kind == "answered"]
                 _send(proto, {"event": "ended", "events": events, "relay": relayed})
             else:
                 return
     finally:
         if sampler is not None:  # the child went away mid-job
             sampler.stop()
-            relay.close_connections()
+            _fence_off(relay, fence)
+
+
+def _fence_off(relay: Relay, fence: Fence) -> int:
+    """End the job's legs and point the relay at the fence; how many legs were answered."""
+    answered = relay.close_connections(answer=ANSWER)
+    relay.set_upstream(fence.address)
+    return answered
 
 
 def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:

@@ -15,7 +15,9 @@ whose expected hangs are killed at the ceiling would otherwise pay it for every 
 
 Per job: :meth:`Gateway.begin` points the relay at the job's fault server and starts
 sampling the legs' kernel TCP states; :meth:`Gateway.end` returns the ``tcp`` events
-(changes only), which :mod:`harness.gateway.legs` measures.
+(changes only), which :mod:`harness.gateway.legs` measures, and fences the job off
+(:mod:`harness.gateway.fence`): the proxy's retries of a request whose client left never
+reach a later job's server.
 
 LiteLLM proxy defaults that apply (litellm 1.108, ``router.py`` / ``constants.py``):
 the Router's ``num_retries`` is ``openai.DEFAULT_MAX_RETRIES`` (2) and its ``timeout``
@@ -82,7 +84,13 @@ UPSTREAM_API_KEY = "sk-harness-local-test"
 
 def proxy_config(api_base: str, *, api_key: str = UPSTREAM_API_KEY) -> dict[str, Any]:
     """The proxy's config (JSON is YAML): every model name goes to ``api_base`` as an
-    OpenAI-compatible provider; nothing else is set, so LiteLLM's defaults apply."""
+    OpenAI-compatible provider, with LiteLLM's defaults but one.
+
+    ``cancel_on_disconnect``: a call whose client left is cancelled, retries included.
+    Without it the proxy goes on retrying a request nobody waits for (a target child killed
+    at the ceiling, a client that gave up on its own deadline), and its retry lands on the
+    *next* case's fault server, which counts it as its own (measured: two retries, 1.0 s
+    and 2.8 s after the upstream leg closed). What a waiting client sees does not change."""
     return {
         "model_list": [
             {
@@ -90,6 +98,7 @@ def proxy_config(api_base: str, *, api_key: str = UPSTREAM_API_KEY) -> dict[str,
                 "litellm_params": {"model": "openai/*", "api_base": api_base, "api_key": api_key},
             }
         ],
+        "general_settings": {"cancel_on_disconnect": True},
     }
 
 
@@ -125,6 +134,7 @@ class Gateway:
         #: A leased gateway: its slot in the pool, and whether an earlier child used it.
         self.slot: int | None = None
         self.reused = False
+        self.fenced = 0
 
     @property
     def base_url(self) -> str:
@@ -226,9 +236,13 @@ class Gateway:
         self._selector.close()
 
     def begin(self, upstream: tuple[str, int], *, timeout_s: float = 10.0) -> float:
-        """Point the relay at ``upstream`` and start sampling; returns the start time."""
+        """Point the relay at ``upstream`` and start sampling; returns the start time.
+        :attr:`fenced` is then how many requests of ended jobs the gateway's fence has
+        answered so far (:mod:`harness.gateway.fence`)."""
         self._write({"cmd": "begin", "upstream": list(upstream)})
-        return float(self._expect(("begun",), time.monotonic() + timeout_s)["t"])
+        begun = self._expect(("begun",), time.monotonic() + timeout_s)
+        self.fenced = int(begun.get("fenced", 0))
+        return float(begun["t"])
 
     def end(self, *, timeout_s: float = 10.0) -> JobLegs:
         """Stop sampling; the job's leg timeline."""

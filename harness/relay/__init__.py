@@ -9,7 +9,8 @@ at runtime with :meth:`Relay.set_mode`.
 
 Each relay keeps its own timeline of both legs (:class:`RelayEvent`): accepted,
 upstream_connected, bytes each way (cumulative), upstream_fin, swallowed, client_fin,
-fin_forwarded / fin_not_forwarded, idle_cut, reset, closed, mode changes, and ``tcp``
+fin_forwarded / fin_not_forwarded, idle_cut, reset, answered (bytes the relay wrote in the
+upstream's place: :meth:`Relay.close_connections`), closed, mode changes, and ``tcp``
 events with the kernel TCP states of the four sockets of a connection (client, relay client leg, relay upstream leg,
 upstream server) read from /proc by :mod:`harness.tcpstate`, sampled on every event
 and on a bounded schedule (``sample_interval_s``, at most ``max_samples`` per

@@ -91,6 +91,13 @@ class Connection:
         self.status = "swallowed"
         self.record("client", "swallowed", "client leg kept open and silent")
 
+    def answer(self, data: bytes) -> None:
+        """Write ``data`` to the client leg in the upstream's place (before closing it)."""
+        if not self.c_writer.is_closing():
+            self.c_writer.write(data)
+            self.bytes_down += len(data)
+            self.record("client", "answered", f"+{len(data)} in the upstream's place")
+
     # ------------------------------------------------------------------ closing
 
     def abort_client(self) -> None:

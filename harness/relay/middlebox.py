@@ -108,20 +108,26 @@ class Relay(LoopService):
     def mode(self) -> str:
         return self._mode.name
 
-    def set_upstream(self, upstream: tuple[str, int], *, close_open: bool = False) -> None:
+    def set_upstream(
+        self, upstream: tuple[str, int], *, close_open: bool = False, answer: bytes = b""
+    ) -> None:
         """Send connections accepted from now on to ``upstream``, e.g. a gateway in front
         of whichever fault server the next case uses. Open ones keep theirs unless
-        ``close_open``: then they are closed (FIN both legs) first, so that a client's
-        pooled connection cannot carry the next request to the last upstream."""
+        ``close_open``: then they are closed first (:meth:`close_connections`, with
+        ``answer``), so that a client's pooled connection cannot carry the next request to
+        the last upstream."""
         if close_open:
-            self.close_connections()
+            self.close_connections(answer=answer)
         self.upstream = (str(upstream[0]), int(upstream[1]))
         self._sampler.upstream_port = self.upstream[1]
 
-    def close_connections(self) -> None:
+    def close_connections(self, *, answer: bytes = b"") -> int:
         """Close every open connection, both legs with FIN (as a server closes idle
-        keep-alive connections); returns once done."""
-        self._call(self._close_connections())
+        keep-alive connections); returns once done. A connection whose upstream has sent
+        nothing yet first gets ``answer`` on its client leg: a client whose request was
+        cut off before any reply retries it, and an answer (say, a non-retryable HTTP
+        error) ends that request instead. Returns how many were answered."""
+        return self._call(self._close_connections(answer))
 
     def set_mode(self, mode: str, *, idle_cut_s: float | None = None) -> None:
         """Switch mode for every open and future connection; returns once applied."""
@@ -155,9 +161,14 @@ class Relay(LoopService):
         self.port = self._server.sockets[0].getsockname()[1]
         self._sampler.relay_port, self._sampler.upstream_port = self.port, self.upstream[1]
 
-    async def _close_connections(self) -> None:
+    async def _close_connections(self, answer: bytes) -> int:
+        answered = 0
         for c in list(self._conns.values()):
+            if answer and c.bytes_down == 0 and not c.finished:
+                c.answer(answer)
+                answered += 1
             c.close_all(rst=False)
+        return answered
 
     async def _shutdown(self) -> None:
         if self._server is not None:

@@ -111,7 +111,10 @@ class _ThroughProxy:
         self._gateway.begin(upstream_of(job.base_url))
         gw = self._gateway
         lease = f" (pool slot {gw.slot}, {'warm' if gw.reused else 'started'})"
-        log.mark("proxy", f"via LiteLLM proxy {gw.url}{lease if gw.slot is not None else ''}")
+        fenced = f"; {gw.fenced} request(s) of ended jobs fenced off so far" if gw.fenced else ""
+        log.mark(
+            "proxy", f"via LiteLLM proxy {gw.url}{lease if gw.slot is not None else ''}{fenced}"
+        )
         try:
             proxied = dataclasses.replace(
                 job,
