@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from harness.server import FaultServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,3 +53,23 @@ def live_dry_run_every_target(tmp_path_factory: pytest.TempPathFactory) -> DryRu
         timeout=400,  # every built-in target spawns its child three times (~80 s; 146 s with the third-party targets beside a CI run)
     )
     return DryRun(done, out)
+
+
+# The fault server fixtures of the project's own tests, in one place. They run the server
+# in real time: the tests script real-time durations against fixed client deadlines, so
+# the plugin's ``fault_server`` (which follows the run's time scale, and
+# $HARNESS_TIME_SCALE) is overridden here; tests/test_plugin.py checks the plugin's own.
+
+
+@pytest.fixture
+def fault_server() -> Iterator[FaultServer]:
+    """A fault server for one test, in real time (its script: ``fault_server.load``)."""
+    with FaultServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FaultServer]:
+    """One healthy fault server, in real time, shared by a module's tests."""
+    with FaultServer() as srv:
+        yield srv

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from harness.client import ClientSettings
@@ -24,12 +22,6 @@ def _warm_sdk() -> None:
                 for stream in (True, False):
                     client.complete(USER, api=api, stream=stream)
             client.close()
-
-
-@pytest.fixture
-def fault_server() -> Iterator[FaultServer]:
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.fixture

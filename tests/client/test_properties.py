@@ -90,29 +90,21 @@ def check_one_call(client: ReferenceClient, srv: FaultServer, api: str, stream: 
     return ok
 
 
-@pytest.fixture(scope="module")
-def shared_server():
-    with FaultServer() as srv:
-        yield srv
-
-
 @pytest.mark.timeout(120)
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(script=SCRIPTS, call=CALLS)
 def test_any_fault_script_ends_in_time_never_returns_partial_text_and_the_next_call_succeeds(
-    shared_server: FaultServer, script: dict[str, Any], call: tuple[str, bool]
+    server: FaultServer, script: dict[str, Any], call: tuple[str, bool]
 ) -> None:
     api, stream = call
-    client = ReferenceClient(shared_server.base_url, settings=TINY)
+    client = ReferenceClient(server.base_url, settings=TINY)
     try:
-        shared_server.load(script_from_dict(script))
-        check_one_call(client, shared_server, api, stream)
-        shared_server.load(script_from_dict({"framing": script["framing"]}))
-        assert check_one_call(client, shared_server, api, stream), (
-            "the call after healing must succeed"
-        )
+        server.load(script_from_dict(script))
+        check_one_call(client, server, api, stream)
+        server.load(script_from_dict({"framing": script["framing"]}))
+        assert check_one_call(client, server, api, stream), "the call after healing must succeed"
     finally:
         client.close()
 

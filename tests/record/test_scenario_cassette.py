@@ -39,12 +39,6 @@ def tape(tmp_path: Path) -> Path:
     return write_cassette(tmp_path / "openrouter.cassette", cassette)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
-
-
 def _scenario(tape: Path, expected: str, **script: object) -> object:
     return scenario_from_dict(
         {

@@ -12,7 +12,6 @@ import pytest
 from harness import targets as targets_module
 from harness.runner import RunSettings, plan, run_case
 from harness.scenario import scenario_from_dict
-from harness.server import FaultServer
 from harness.targets import expectation_key, is_target, load_target
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
@@ -22,12 +21,6 @@ SLOW_START = "runner.targets_double:SlowStartTarget"
 
 def make(name: str, expected: dict[str, str] | None = None, **fields) -> object:
     return scenario_from_dict({"name": name, "summary": name, "expected": expected or {}, **fields})
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 def settings(**kwargs) -> RunSettings:

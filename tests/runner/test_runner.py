@@ -11,7 +11,6 @@ import pytest
 from harness.planning import only_waits
 from harness.runner import RunSettings, Shard, plan, run_case, run_cases
 from harness.scenario import load_catalog, scenario_from_dict
-from harness.server import FaultServer
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 FAST = 0.02
@@ -19,12 +18,6 @@ FAST = 0.02
 
 def make(name: str, expected: dict[str, str], **fields) -> object:
     return scenario_from_dict({"name": name, "summary": name, "expected": expected, **fields})
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.mark.timeout(60)

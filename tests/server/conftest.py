@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from harness.server import FaultServer
 
 
 @pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as srv:
-        yield srv
+def server(fault_server: FaultServer) -> FaultServer:
+    """Each server test gets a fresh server (tests/conftest.py's ``fault_server``): they
+    count requests and read timelines from the start."""
+    return fault_server

@@ -6,7 +6,6 @@ import pytest
 
 from harness.runner import RunSettings, run_case
 from harness.scenario import scenario_from_dict
-from harness.server import FaultServer
 
 pytest.importorskip("anthropic")
 
@@ -18,12 +17,6 @@ def make(name: str, expected: str = "ok", **fields) -> object:
     return scenario_from_dict(
         {"name": name, "summary": name, "api": "messages", "expected": {TARGET: expected}, **fields}
     )
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.mark.timeout(300)

@@ -13,7 +13,6 @@ import pytest
 
 from harness.runner import RunSettings, run_case
 from harness.scenario import scenario_from_dict
-from harness.server import FaultServer
 from harness.targets import is_target, load_target
 from harness.targets.clients.command import EXAMPLES_DIR, declared_apis
 
@@ -39,12 +38,6 @@ def make(name: str, target: str, expected: str = "ok", **fields) -> object:
         {"name": name, "summary": name, "expected": {target: expected}, **fields},
         targets=[target],
     )
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 def settings(**kw) -> RunSettings:
