@@ -78,6 +78,16 @@ def _facts(stream: Any) -> tuple[Any, Any]:
     return held, sock
 
 
+def _opened(fault_server: Any, api: str) -> tuple[set[threading.Thread], Any, Any, Any]:
+    """A sync guarded client's stream on ``fault_server``: the watchdogs alive before it,
+    the client, the stream and its :func:`_facts` (a tuple: the garbage cases ``del`` the
+    stream, so nothing else may hold it)."""
+    before = _watchdogs()
+    client = _client(api, "sync", fault_server.base_url)
+    stream = _create(client, api)
+    return before, client, stream, _facts(stream)
+
+
 def _assert_released(held: Any, sock: Any, before: set[threading.Thread]) -> None:
     assert held.done.wait(WAIT_S), "the request was never released"
     for thread in _watchdogs() - before:
@@ -107,10 +117,7 @@ def _hang_after(fault_server: Any, n: int = 3) -> None:
 @pytest.mark.parametrize("api", APIS)
 def test_a_stream_dropped_as_garbage_is_released_by_the_ceiling(fault_server, no_gc, api):
     _hang_after(fault_server)
-    before = _watchdogs()
-    client = _client(api, "sync", fault_server.base_url)
-    stream = _create(client, api)
-    held, sock = _facts(stream)
+    before, client, stream, (held, sock) = _opened(fault_server, api)
     next(iter(stream))
     alive = weakref.ref(stream)
     del stream
@@ -125,10 +132,7 @@ def test_a_stream_dropped_as_garbage_is_released_by_the_ceiling(fault_server, no
 @pytest.mark.parametrize("api", APIS)
 def test_an_exception_mid_iteration_is_released_by_the_ceiling(fault_server, no_gc, api):
     _hang_after(fault_server)
-    before = _watchdogs()
-    client = _client(api, "sync", fault_server.base_url)
-    stream = _create(client, api)
-    held, sock = _facts(stream)
+    before, client, stream, (held, sock) = _opened(fault_server, api)
     with pytest.raises(RuntimeError):
         for _event in stream:
             raise RuntimeError("the caller's own error, mid-stream")
@@ -141,10 +145,7 @@ def test_an_exception_mid_iteration_is_released_by_the_ceiling(fault_server, no_
 @pytest.mark.parametrize("api", APIS)
 def test_an_early_break_without_with_is_released_by_the_ceiling(fault_server, no_gc, api):
     _hang_after(fault_server)
-    before = _watchdogs()
-    client = _client(api, "sync", fault_server.base_url)
-    stream = _create(client, api)
-    held, sock = _facts(stream)
+    before, client, stream, (held, sock) = _opened(fault_server, api)
     for _event in stream:
         break
     _assert_released(held, sock, before)
@@ -172,10 +173,7 @@ def test_an_early_break_inside_with_is_released_at_once(fault_server, api):
 @pytest.mark.parametrize("api", APIS)
 def test_the_clients_close_releases_an_abandoned_stream(fault_server, no_gc, api):
     _hang_after(fault_server)
-    before = _watchdogs()
-    client = _client(api, "sync", fault_server.base_url)
-    stream = _create(client, api)
-    held, sock = _facts(stream)
+    before, client, stream, (held, sock) = _opened(fault_server, api)
     next(iter(stream))
     client.close()
     assert held.done.is_set()  # by the client's close, not later
@@ -192,10 +190,7 @@ def test_a_responses_stream_abandoned_on_its_inband_error_is_released(fault_serv
     generator never reads its end."""
     rule = {"fault": {"phase": "event:3", "action": "inband_error"}}
     fault_server.load(script_from_dict({"rules": [rule]}))
-    before = _watchdogs()
-    client = _client("responses", "sync", fault_server.base_url)
-    stream = _create(client, "responses")
-    held, sock = _facts(stream)
+    before, client, stream, (held, sock) = _opened(fault_server, "responses")
     with pytest.raises(RuntimeError):
         for event in stream:
             if event.type == "response.failed":
