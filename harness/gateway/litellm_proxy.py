@@ -52,6 +52,7 @@ __all__ = [
     "GatewayError",
     "free_port",
     "pool_dir",
+    "same_network_namespace",
     "proxy_cli",
     "proxy_config",
 ]
@@ -181,7 +182,15 @@ class Gateway:
 
         A slot is an ``flock`` on its lock file, so the kernel frees it when the holder
         exits, even by SIGKILL at the runner's ceiling; the slot's gateway then serves the
-        next child. Pooled gateways exit with ``owner``."""
+        next child. Pooled gateways exit with ``owner``.
+
+        A child in another network namespace than ``owner`` (a kernel scenario's client
+        namespace) gets a gateway of its own (:meth:`start`): a pooled proxy listens on
+        its own namespace's loopback, which the child cannot reach, and a gateway started
+        from the child's namespace would live there, be killed with it at the case's end,
+        and be unreachable for every other child meanwhile."""
+        if not same_network_namespace(owner):
+            return cls.start(python=python, env=env, timeout_s=timeout_s)
         where = pool if pool is not None else pool_dir(owner)
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout_s
@@ -288,6 +297,16 @@ class Gateway:
 def pool_dir(owner: int) -> Path:
     """Where the pooled gateways of process ``owner`` keep their slots (the user's own)."""
     return Path(tempfile.gettempdir()) / f"harness-gateways-{os.getuid()}-{owner}"
+
+
+def same_network_namespace(pid: int) -> bool:
+    """Whether this process and ``pid`` share a network namespace (the kernel's
+    ``/proc/<pid>/ns/net``); True where there is none to read (no netns: one network)."""
+    try:
+        mine, theirs = (os.stat(f"/proc/{who}/ns/net") for who in ("self", pid))
+    except OSError:
+        return True
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
 
 
 def _try_lock(path: Path) -> int | None:

@@ -20,7 +20,7 @@ import pytest
 
 from harness.faults import script_from_dict
 from harness.gateway.legs import JobLegs, summarize
-from harness.gateway.litellm_proxy import Gateway, proxy_config
+from harness.gateway.litellm_proxy import Gateway, proxy_config, same_network_namespace
 from harness.server import FaultServer
 from harness.targets.clients.litellm_proxy import upstream_of
 from harness.targets.clients.litellm_sdk import CHILD_ENV, litellm_python, litellm_unavailable
@@ -73,6 +73,28 @@ def test_proxy_config_routes_every_model_to_the_given_base():
     assert route["litellm_params"]["model"] == "openai/*"
     assert route["litellm_params"]["api_base"] == "http://127.0.0.1:9/v1"
     assert upstream_of("http://127.0.0.1:5000/v1") == ("127.0.0.1", 5000)
+
+
+@pytest.mark.timeout(60)
+def test_a_child_in_a_kernel_scenarios_namespace_is_told_it_is_not_in_the_runners():
+    """The lease's namespace check, on the kernel's own namespaces: a child started the
+    way the runner starts a kernel scenario's (``ip netns exec``) is not in its parent's
+    network namespace, so it gets a gateway of its own instead of the pool's (in 18:09
+    UTC's and 20:35 UTC's runs on 2026-12-02, gateways a kernel case had started in the
+    pool died with its namespace: "the gateway is gone: Broken pipe" for the next lease)."""
+    from harness.netem.netns import NetnsPair
+    from harness.netem.prereq import PROJECT_ROOT, require_netns
+
+    require_netns()
+    assert same_network_namespace(os.getpid())
+    code = "import os, sys; from harness.gateway.litellm_proxy import same_network_namespace as s; print(s(int(sys.argv[1])), s(os.getpid()))"
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    with NetnsPair() as pair:
+        child = pair.popen(
+            "client", [sys.executable, "-c", code, str(os.getpid())], stdout=PIPE, env=env
+        )
+        out, _ = child.communicate(timeout=30)
+    assert out.split() == [b"False", b"True"]
 
 
 @dataclass(frozen=True)

@@ -110,11 +110,12 @@ class _ThroughProxy:
 
         self._gateway.begin(upstream_of(job.base_url))
         gw = self._gateway
-        lease = f" (pool slot {gw.slot}, {'warm' if gw.reused else 'started'})"
+        if gw.slot is None:  # another network namespace than the runner's: no pool
+            lease = " (this child's own: not in the runner's network namespace)"
+        else:
+            lease = f" (pool slot {gw.slot}, {'warm' if gw.reused else 'started'})"
         fenced = f"; {gw.fenced} request(s) of ended jobs fenced off so far" if gw.fenced else ""
-        log.mark(
-            "proxy", f"via LiteLLM proxy {gw.url}{lease if gw.slot is not None else ''}{fenced}"
-        )
+        log.mark("proxy", f"via LiteLLM proxy {gw.url}{lease}{fenced}")
         try:
             proxied = dataclasses.replace(
                 job,
