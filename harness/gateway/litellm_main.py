@@ -5,12 +5,14 @@ Run with LiteLLM's virtualenv python (``python -m harness.gateway.litellm_main``
 
 1. starts a :class:`harness.relay.Relay` in ``pass`` mode on a free loopback port: the
    proxy's fixed upstream, re-pointed at each job's fault server (``begin``), so one
-   proxy serves every case of a target child however often the runner moves it;
+   proxy serves every case of a target child however often the runner moves it, and at
+   a :class:`~harness.gateway.fence.Fence` between jobs;
 2. writes the proxy's config (:func:`harness.gateway.litellm_proxy.proxy_config`) and
    starts ``litellm --config ... --host 127.0.0.1 --port P``, waiting for uvicorn's
    "running" line on its output (a drain thread keeps reading it);
 3. answers JSON lines on stdin: ``{"cmd": "begin", "upstream": [host, port]}`` starts a
-   job (and the sampler), ``{"cmd": "end"}`` returns the job's leg timeline;
+   job (and the sampler), ``{"cmd": "end"}`` returns the job's leg timeline and fences
+   the job off (:mod:`harness.gateway.fence`);
 4. at EOF on stdin (its target child exited or was killed) stops the proxy and exits.
 
 Pooled (``--listen PATH --owner PID``, :meth:`Gateway.lease
