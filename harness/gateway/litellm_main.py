@@ -196,15 +196,18 @@ def _serve(
             elif message.get("cmd") == "end":
                 events = sampler.stop() if sampler is not None else []
                 sampler = None
-                # The relay samples its legs on every event of its own (accepted,
-                # upstream_fin, closed ...): its "client" leg is the proxy's upstream socket.
-                ended_t = time.monotonic()
-                relayed = [e.to_dict() for e in relay.timeline() if e.t >= begun_t]
                 # The job's legs end with it (FIN), so the proxy's pool has let them go long
                 # before the next job's request, instead of racing its FIN.
-                if _fence_off(relay, fence):
-                    answers = [e for e in relay.timeline() if e.t >= ended_t]
-                    relayed += [e.to_dict() for e in answers if e.kind == "answered"]
+                ended_t = time.monotonic()
+                _fence_off(relay, fence)
+                # The relay samples its legs on every event of its own (accepted,
+                # upstream_fin, closed ...): its "client" leg is the proxy's upstream socket.
+                # Of the fencing, only the answers belong to the job.
+                relayed = [
+                    e.to_dict()
+                    for e in relay.timeline()
+                    if begun_t <= e.t < ended_t or (e.t >= ended_t and e.kind == "answered")
+                ]
                 _send(proto, {"event": "ended", "events": events, "relay": relayed})
             else:
                 return
@@ -214,11 +217,11 @@ def _serve(
             _fence_off(relay, fence)
 
 
-def _fence_off(relay: Relay, fence: Fence) -> int:
-    """End the job's legs and point the relay at the fence; how many legs were answered."""
-    answered = relay.close_connections(answer=ANSWER)
+def _fence_off(relay: Relay, fence: Fence) -> None:
+    """End the job's legs (those still waiting for a reply answered) and point the relay
+    at the fence."""
+    relay.close_connections(answer=ANSWER)
     relay.set_upstream(fence.address)
-    return answered
 
 
 def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:

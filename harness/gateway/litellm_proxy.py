@@ -52,9 +52,9 @@ __all__ = [
     "GatewayError",
     "free_port",
     "pool_dir",
-    "same_network_namespace",
     "proxy_cli",
     "proxy_config",
+    "same_network_namespace",
 ]
 
 

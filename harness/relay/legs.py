@@ -91,12 +91,14 @@ class Connection:
         self.status = "swallowed"
         self.record("client", "swallowed", "client leg kept open and silent")
 
-    def answer(self, data: bytes) -> None:
-        """Write ``data`` to the client leg in the upstream's place (before closing it)."""
-        if not self.c_writer.is_closing():
-            self.c_writer.write(data)
-            self.bytes_down += len(data)
-            self.record("client", "answered", f"+{len(data)} in the upstream's place")
+    def answer(self, data: bytes) -> bool:
+        """Write ``data`` to the client leg in the upstream's place (before closing it);
+        False when the leg is already closing. ``bytes_down`` stays the upstream's."""
+        if self.c_writer.is_closing():
+            return False
+        self.c_writer.write(data)
+        self.record("client", "answered", f"+{len(data)} in the upstream's place")
+        return True
 
     # ------------------------------------------------------------------ closing
 

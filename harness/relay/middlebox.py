@@ -164,8 +164,7 @@ class Relay(LoopService):
     async def _close_connections(self, answer: bytes) -> int:
         answered = 0
         for c in list(self._conns.values()):
-            if answer and c.bytes_down == 0 and not c.finished:
-                c.answer(answer)
+            if answer and c.bytes_down == 0 and not c.finished and c.answer(answer):
                 answered += 1
             c.close_all(rst=False)
         return answered
