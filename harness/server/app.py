@@ -194,10 +194,10 @@ class ServerCore:
                 idle_fault = None
                 if head is None:
                     break
-                parser, request = head
+                parser, request, arrived_t = head
                 holder["request"] = None
                 keep, idle_fault = await self._handle(
-                    conn, state, holder, (record, record_many), parser, request
+                    conn, state, holder, (record, record_many), parser, request, arrived_t
                 )
                 if not keep:
                     break
@@ -228,6 +228,7 @@ class ServerCore:
         records: tuple[Callable[..., Any], Callable[..., Any] | None],
         parser: h11.Connection,
         request: h11.Request,
+        arrived_t: float,
     ) -> tuple[bool, Exchange | None]:
         """Answer one request; (keep the connection?, idle-phase exchange or None)."""
         record, record_many = records
@@ -274,6 +275,7 @@ class ServerCore:
             attempt=attempt,
             connection=state.number,
             request_on_connection=state.requests,
+            arrived_t=arrived_t,
             script=self.script,
             timeline=self.timeline,
             reply_source=self.reply_source,

@@ -26,6 +26,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from harness.tcpinfo import received_at
+
 __all__ = ["Connection", "PeerGone"]
 
 #: Bytes pulled from the kernel per read when nothing limits reading.
@@ -56,6 +58,10 @@ class Connection(asyncio.BufferedProtocol):
         self._record = record  # record(kind, **detail) -> timeline, conn/request filled by caller
         self.transport: asyncio.Transport | None = None
         self.inbuf = bytearray()
+        #: When the kernel received the oldest bytes of ``inbuf`` (``harness.tcpinfo``):
+        #: a request's arrival, however late the loop reads it.
+        self.input_arrived_t: float | None = None
+        self._sock: Any = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.eof = False
@@ -87,6 +93,7 @@ class Connection(asyncio.BufferedProtocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
         self._on_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -96,6 +103,8 @@ class Connection(asyncio.BufferedProtocol):
         return memoryview(self._buf)[:n]
 
     def buffer_updated(self, nbytes: int) -> None:
+        if not self.inbuf:  # the first bytes of new input: one getsockopt per request
+            self.input_arrived_t = received_at(self._sock)
         self.inbuf += self._buf[:nbytes]
         self.bytes_in += nbytes
         if (self._read_limit is not None and self.bytes_in >= self._read_limit) or len(

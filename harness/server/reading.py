@@ -10,6 +10,7 @@ answered (400/413/431) by the caller's ``bad_request``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -48,8 +49,9 @@ async def read_head(
     bad_request: Callable[
         [Connection, h11.RemoteProtocolError, Callable[..., Any]], Awaitable[None]
     ],
-) -> tuple[h11.Connection, h11.Request] | None:
-    """Parse the next request head; None when the connection should end."""
+) -> tuple[h11.Connection, h11.Request, float] | None:
+    """Parse the next request head: (parser, head, when its first bytes reached the
+    kernel, as ``time.monotonic()``); None when the connection should end."""
     loop = asyncio.get_running_loop()
     cautious = has_stall(script)
     conn.allow_read(conn.bytes_in + CAUTIOUS_READ_BYTES if cautious else None)
@@ -57,9 +59,12 @@ async def read_head(
     idle_deadline = None if script.idle_timeout_s is None else loop.time() + script.idle_timeout_s
     got_any = False
     eof_fed = False
+    arrived_t = 0.0
     while True:
         data = conn.take_input()
         if data:
+            if not got_any:
+                arrived_t = conn.input_arrived_t or time.monotonic()
             parser.receive_data(data)
             got_any = True
         try:
@@ -73,7 +78,7 @@ async def read_head(
                 err = h11.RemoteProtocolError("request head too large", error_status_hint=431)
                 await bad_request(conn, err, record)
                 return None
-            return parser, event
+            return parser, event, arrived_t
         if isinstance(event, h11.ConnectionClosed):
             return None
         # NEED_DATA

@@ -55,6 +55,9 @@ class Request:
     attempt: int
     connection: int
     request_on_connection: int
+    #: when the head's first bytes reached the kernel (``harness.tcpinfo``): the
+    #: request's start, however late a busy loop read it
+    arrived_t: float
     script: FaultScript
     timeline: Timeline
     #: answers the request in place of the synthetic reply (``harness.record``), or None
@@ -179,7 +182,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
 
 def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int], None]:
     """The request's record for the timeline, added once (whichever step ends it)."""
-    t_start = time.monotonic()
+    t_start = min(req.arrived_t, time.monotonic())
     done = False
 
     def add(stream: bool, expected: str, body_bytes: int) -> None:

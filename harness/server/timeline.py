@@ -57,7 +57,9 @@ class RequestRecord:
 
     ``attempt`` counts requests to the same path since the script was loaded;
     ``connection`` is the accepted-connection number; ``fault`` is ``str(Fault)`` of
-    the matching rule or None; ``expected_text`` is the full healthy reply text.
+    the matching rule or None; ``expected_text`` is the full healthy reply text;
+    ``t_start`` is when the request's head reached the kernel (``time.monotonic()``,
+    ``harness.tcpinfo``), not when the server's loop got to it.
     """
 
     index: int
