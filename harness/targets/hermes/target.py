@@ -111,6 +111,11 @@ class HermesTarget(Target):
     apis = ("chat", "responses", "messages")
     min_ceiling_s: ClassVar[float] = HERMES_MIN_CEILING_S
     min_time_scale: ClassVar[float] = HERMES_MIN_TIME_SCALE
+    #: Import and warm-up take ~1.4 s alone, but beside the third-party targets' start-ups
+    #: (LiteLLM's proxy, langchain) the first hermes children of a run sent ``ready``
+    #: after more than the default minute (2026-12-02: 11 cases lost that way in one
+    #: run). Start-up is never a case's time, so waiting longer judges nothing looser.
+    start_s: ClassVar[float] = 180.0
     #: A clean child takes the next case (the driver restores hermes's process-wide
     #: state before each job: ``hermes_driver.fresh``); ``HARNESS_HERMES_REUSE=0`` turns it off.
     reusable = _ReuseSwitch()  # type: ignore[assignment]
