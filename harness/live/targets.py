@@ -206,19 +206,25 @@ def _run_sequence(
         env = read_environment(environ)
         required = required_in_ci(target, ci=ci, extra_targets=env.extra_targets)
         return [_skipped(target, seq, reason, required, redactor)]
-    if status != "returned":
-        return [_raised(target, seq, report, redactor, elapsed, logged)]
-    return _returned(target, seq, report, redactor, elapsed, logged)
+    ended = _Ended(target, seq, report, redactor, elapsed, logged)
+    return [_raised(ended)] if status != "returned" else _returned(ended)
 
 
-def _returned(
-    target: str,
-    seq: TargetSequence,
-    report: Mapping[str, Any],
-    redactor: Redactor,
-    elapsed: float,
-    logged: list[Finding],
-) -> list[CaseResult]:
+@dataclass(frozen=True)
+class _Ended:
+    """A sequence whose child answered: what it reported, and what its log held."""
+
+    target: str
+    seq: TargetSequence
+    report: Mapping[str, Any]
+    redactor: Redactor
+    elapsed: float
+    logged: list[Finding]
+
+
+def _returned(ended: _Ended) -> list[CaseResult]:
+    target, seq, report, redactor = ended.target, ended.seq, ended.report, ended.redactor
+    elapsed, logged = ended.elapsed, ended.logged
     texts = list(report.get("texts") or [report.get("text")])
     results = []
     for i in range(seq.calls):
@@ -251,14 +257,8 @@ def _returned(
     return results
 
 
-def _raised(
-    target: str,
-    seq: TargetSequence,
-    report: Mapping[str, Any],
-    redactor: Redactor,
-    elapsed: float,
-    logged: list[Finding],
-) -> CaseResult:
+def _raised(ended: _Ended) -> CaseResult:
+    report = ended.report
     error = str(report.get("error") or "error")
     message = str(report.get("message") or "")
     text = "\n".join([f"{error}: {message}", *map(str, report.get("causes") or ())])
@@ -268,9 +268,15 @@ def _raised(
         for f in find_sentinels(text, where="error")
         if not (f.sentinel in seen or seen.add(f.sentinel))
     ]
-    findings = [Finding("raised", "error", None, error), *in_error, *logged]
+    findings = [Finding("raised", "error", None, error), *in_error, *ended.logged]
     return _whole_sequence_failed(
-        target, seq, findings, shorten(text, 600), redactor, elapsed, report.get("attempt")
+        ended.target,
+        ended.seq,
+        findings,
+        shorten(text, 600),
+        ended.redactor,
+        ended.elapsed,
+        report.get("attempt"),
     )
 
 
