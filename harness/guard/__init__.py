@@ -16,7 +16,8 @@ its transport. Per request, the guard:
   comments or pings arrive) and a hard ceiling by shutting that request's socket down
   (the only thing that wakes a blocked sync read); the hard ceiling is the SDK call's:
   its retries (numbered in the SDKs' ``x-stainless-retry-count`` header) in the same
-  thread or task continue the first attempt's clock;
+  thread or task continue the first attempt's clock, and a retry that would begin after it
+  has passed is refused before a byte is sent;
 - watches the SSE body for its API's terminal marker (``[DONE]``, ``response.completed``,
   ``message_stop``) and raises a transport error into the SDK's iterator when the body
   ends without it;

@@ -86,6 +86,7 @@ class _Face:
         if started is None:
             started = now
             CALL_STARTED.set(started)
+            CALL_SENT.set(0)
         return DeadlineState(watch.settings, call_started_at=started)
 
     @contextlib.contextmanager
@@ -100,6 +101,16 @@ class _Face:
         """Around step 2's send: the attempt armed, the connect timeout clamped, the
         pool's streams bound to the request; a failure mapped and the request over."""
         held.arm(wd, token)
+        due = wd.expired()
+        if due is not None:
+            # A retry begun after the call's own deadline (its hard ceiling) is refused
+            # before a byte is sent: no request may reach the server after the call has
+            # given up (sent anyway, it raced the watchdog's abort onto the wire).
+            self._end_request(held)
+            held.connection_released()
+            sent = max(1, CALL_SENT.get())  # the error names the last attempt really made
+            raise self._error(watch.overdue(due, wd.elapsed_s(), attempt=sent), None, request)
+        CALL_SENT.set(CALL_SENT.get() + 1)
         timeout = dict(request.extensions.get("timeout") or {})
         for key in ("connect", "pool"):
             timeout[key] = clamp_connect(timeout.get(key), wd.next_deadline(), wd.now())
@@ -240,6 +251,10 @@ _CLOCK = MonotonicClock()
 #: When the current SDK call's first attempt started, in this thread or task.
 CALL_STARTED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "harness_guard_call_started", default=None
+)
+#: How many of the current SDK call's attempts were sent (not refused past its deadline).
+CALL_SENT: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "harness_guard_call_sent", default=0
 )
 _STREAM_CLASSES: dict[tuple[type, type], type] = {}
 

@@ -132,7 +132,7 @@ class Watch:
         """The body ended without an error: retired (a shut-down close-delimited body ends
         "cleanly"), truncated (no terminal marker), or fine (None)."""
         if token.retired_by is not None:
-            return self._deadline(token.retired_by, elapsed_s)
+            return self.overdue(token.retired_by, elapsed_s)
         if self.check_terminal and not self.complete:
             assert self.api is not None
             return TruncatedStream(
@@ -150,14 +150,19 @@ class Watch:
         passed, the mapped transport error otherwise; None: let ``exc`` through as is."""
         deadline = token.retired_by or due
         if deadline is not None:
-            return self._deadline(deadline, elapsed_s)
+            return self.overdue(deadline, elapsed_s)
         typed = map_exception(exc, attempt=self.attempt, elapsed_s=elapsed_s)
         return typed if isinstance(typed, TransportError) else None
 
-    # ------------------------------------------------------------------ helpers
+    def overdue(
+        self, deadline: Deadline, elapsed_s: float, *, attempt: int | None = None
+    ) -> HarnessError:
+        """The typed error of ``deadline``: it retired the attempt, or had passed before
+        the attempt could start (then ``attempt`` is the last one that was sent)."""
+        number = self.attempt if attempt is None else attempt
+        return error_for_deadline(deadline, attempt=number, elapsed_s=elapsed_s)
 
-    def _deadline(self, deadline: Deadline, elapsed_s: float) -> HarnessError:
-        return error_for_deadline(deadline, attempt=self.attempt, elapsed_s=elapsed_s)
+    # ------------------------------------------------------------------ helpers
 
     def _no_retry(
         self, status: int, headers: Mapping[str, Any], left_s: float | None
