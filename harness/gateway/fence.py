@@ -101,9 +101,10 @@ class Fence:
                 # Read the request's body first: a client still writing it when the
                 # answer and the close come would see a reset, which it retries.
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                # Counted before it is written: whoever reads the answer finds it counted.
+                fence._count()
                 self.wfile.write(ANSWER)  # the very bytes the relay answers with
                 self.close_connection = True
-                fence._count()
 
             do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = _answer
 
