@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,14 +58,14 @@ def live_dry_run_every_target(tmp_path_factory: pytest.TempPathFactory) -> DryRu
 # The fault server fixtures of the project's own tests, in one place. They run the server
 # in real time: the tests script real-time durations against fixed client deadlines, so
 # the plugin's ``fault_server`` (which follows the run's time scale, and
-# $HARNESS_TIME_SCALE) is overridden here; tests/test_plugin.py checks the plugin's own.
+# $HARNESS_TIME_SCALE) is overridden here by one from the plugin's own factory with the
+# time scale pinned; tests/test_plugin.py checks the plugin's fixtures as a user has them.
 
 
 @pytest.fixture
-def fault_server() -> Iterator[FaultServer]:
+def fault_server(fault_server_factory: Callable[..., FaultServer]) -> FaultServer:
     """A fault server for one test, in real time (its script: ``fault_server.load``)."""
-    with FaultServer() as srv:
-        yield srv
+    return fault_server_factory(time_scale=1.0)
 
 
 @pytest.fixture(scope="module")
