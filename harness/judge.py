@@ -183,9 +183,10 @@ def _hidden_false_kill(
         return outcome
     # A request the client closed mid-way and then took up again with a later one: a
     # hedge the client cancels once an earlier request answered in full is not a kill.
-    starts = {getattr(r, "index", None): float(getattr(r, "t_start", 0.0)) for r in records}
-    last = max(starts.values())
-    killed = [i for i in cut_by_peer(records, timeline) if last > starts.get(i, float("inf"))]
+    # "Later" is the server's own order (requests are numbered as their heads are read):
+    # two requests' arrival stamps are a kernel tick coarse and can swap near-ties.
+    last = max(int(getattr(r, "index", 0)) for r in records)
+    killed = [i for i in cut_by_peer(records, timeline) if i is not None and int(i) < last]
     said = attempts is not None and attempts > calls
     if not killed and not said and attempts is not None:
         return outcome

@@ -102,6 +102,31 @@ def test_retry_sooner_than_retry_after_fails():
     assert judge(c, facts(requests=2, request_log=[(10.0, first), (10.2, None)])).verdict == "pass"
 
 
+def test_a_retry_within_two_arrival_stamps_of_the_wait_is_not_early():
+    # each request start is the kernel's arrival stamp, a tick coarse (tcpinfo.TICK_S):
+    # a client that waited exactly can read up to two ticks early and still passes; one
+    # that did not wait at all still fails, and the evidence gives the gap it left
+    from harness.tcpinfo import TICK_S
+
+    c = contract_for(
+        make(
+            script={
+                "rules": [rule("request", "status", {"attempts": 1}, code=429, retry_after_s=1.0)]
+            }
+        )
+    )
+    first = "Status@request(code=429, retry_after_s=0.05)"
+    # time_scale 0.05: told 0.05 s; read as 0.9 of it less two ticks, plus a hair
+    edge = 0.05 * 0.9 - 2 * TICK_S + 0.001
+    honoured = facts(time_scale=0.05, requests=2, request_log=[(5.0, first), (5.0 + edge, None)])
+    assert judge(c, honoured).verdict == "pass"
+    at_once = facts(time_scale=0.05, requests=2, request_log=[(5.0, first), (5.002, None)])
+    assert judge(c, at_once).failed_checks == ("retry_after",)
+    assert evidence_for(c, at_once, ("retry_after",)) == {
+        "retry_after": "retried 0.002 s after a Retry-After of 0.05 s"
+    }
+
+
 @pytest.mark.parametrize("action", ["duplicate_event", "swap_events", "drop_event"])
 def test_a_content_edit_on_every_request_wants_no_reply_but_a_matched_one_does(action):
     # No match: every attempt gets the altered stream, so no client can return the reply

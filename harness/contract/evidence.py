@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.contract.derive import Contract
-from harness.contract.verdict import CHECKS, RETRY_AFTER_SLACK, Facts, bound_s
+from harness.contract.verdict import CHECKS, Facts, bound_s, early_retry
 
 __all__ = ["applicable_checks", "contract_facts", "evidence_for"]
 
@@ -103,11 +103,8 @@ def _evidence(name: str, contract: Contract, facts: Facts) -> str:
 
 
 def _retry_after(contract: Contract, facts: Facts) -> str:
-    wait = round((contract.retry_after_s or 0.0) * facts.time_scale)
-    log = list(facts.request_log)
-    for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
-        if fault is not None and fault.lower().startswith("status"):
-            gap = t_next - t
-            if gap < wait * RETRY_AFTER_SLACK:
-                return f"retried {gap:.2f} s after a Retry-After of {wait:g} s"
-    return f"retried sooner than the Retry-After of {wait:g} s"
+    early = early_retry(contract, facts)
+    if early is None:  # the check passed: nothing came early
+        return "no retry came sooner than its Retry-After"
+    gap, wait = early
+    return f"retried {gap:.3f} s after a Retry-After of {wait:.3g} s"

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from harness.contract.dead_peer import DeadPeerCheck
 from harness.contract.derive import Contract
 from harness.outcome import Outcome
+from harness.tcpinfo import TICK_S
 
 __all__ = [
     "CHECKS",
@@ -54,6 +55,7 @@ __all__ = [
     "Facts",
     "Verdict",
     "bound_s",
+    "early_retry",
     "judge",
 ]
 
@@ -154,7 +156,7 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
             outcome.kind != "hung" and (facts.elapsed_s is None or facts.elapsed_s <= bound),
         ),
         ("request_budget", facts.requests is None or facts.requests <= contract.max_requests),
-        ("retry_after", _waited(contract, facts)),
+        ("retry_after", early_retry(contract, facts) is None),
         (
             "no_retry_non_retryable",
             not contract.no_retry or facts.requests is None or facts.requests <= contract.calls,
@@ -189,18 +191,23 @@ def _unclean(outcome: Outcome) -> bool:
     return bool(set((outcome.error or "").split(":")) & UNCLEAN_ERRORS)
 
 
-def _waited(contract: Contract, facts: Facts) -> bool:
-    """No request started sooner than Retry-After after one the server answered with it."""
+def early_retry(contract: Contract, facts: Facts) -> tuple[float, float] | None:
+    """(gap, wait) of the first retry that started sooner than Retry-After after a
+    request the server answered with it (seconds, real time); None: none did.
+
+    What the client was told: the scaled delay, exact in ``retry-after-ms`` (and never
+    less in ``Retry-After``, whole seconds rounded up), so a fast run can fail this too.
+    Allowed early: :data:`RETRY_AFTER_SLACK` of it, and the precision of two arrival
+    stamps (each is a kernel tick coarse, :data:`harness.tcpinfo.TICK_S`)."""
     if contract.retry_after_s is None:
-        return True
-    # What the client was told: the scaled delay, exact in ``retry-after-ms`` (and never
-    # less in ``Retry-After``, whole seconds rounded up), so a fast run can fail this too.
-    wait = contract.retry_after_s * facts.time_scale * RETRY_AFTER_SLACK
+        return None
+    wait = contract.retry_after_s * facts.time_scale
+    allowed = wait * RETRY_AFTER_SLACK - 2 * TICK_S
     log = list(facts.request_log)
     for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
-        if fault is not None and fault.lower().startswith("status") and t_next - t < wait:
-            return False
-    return True
+        if fault is not None and fault.lower().startswith("status") and t_next - t < allowed:
+            return t_next - t, wait
+    return None
 
 
 def _busiest_window(starts: Sequence[float], window: float) -> int:

@@ -555,6 +555,44 @@ def test_a_later_duplicate_cancelled_once_the_first_answered_is_no_kill(server):
     assert result.outcome.kind == "ok", result.message
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("cut", "outcome"), [(2, "ok"), (1, "false_kill")], ids=["hedge_cut", "first_cut"]
+)
+def test_which_request_was_asked_again_is_the_servers_order_not_the_arrival_stamps(cut, outcome):
+    # arrival stamps are a kernel tick coarse (tcpinfo.TICK_S): a hedge sent within a tick
+    # of the first request can carry the earlier stamp; the server numbers requests as it
+    # reads their heads, so only a cut request numbered before another was "asked again"
+    from types import SimpleNamespace
+
+    from harness.judge import Observed, judge_case
+
+    scenario = _slow_but_alive("hedged_tie")
+    whole = {"api": "chat", "fault": None, "expected_text": "the reply"}
+    records = [
+        SimpleNamespace(index=1, connection=1, t_start=10.004, **whole),
+        SimpleNamespace(index=2, connection=2, t_start=10.001, **whole),
+    ]
+    done = 3 - cut  # the request that was answered whole
+    timeline = [
+        {"kind": "request_head", "conn": 1, "request": 1, "t": 10.004},
+        {"kind": "request_head", "conn": 2, "request": 2, "t": 10.005},
+        {"kind": "response_done", "conn": done, "request": done, "t": 10.2},
+        {"kind": "peer_closed", "conn": cut, "t": 10.21},
+    ]
+    report = {"status": "returned", "text": "the reply", "finish_reason": "stop", "attempts": 1}
+    result = judge_case(
+        scenario,
+        "runner.targets_double:HedgingTarget",
+        Observed(report=report, records=records, timeline=timeline, started_t=10.0),
+        expected=None,
+        max_requests=None,
+        time_scale=FAST,
+        ceiling_s=3.0,
+    )
+    assert result.outcome.kind == outcome, result.message
+
+
 @pytest.mark.timeout(60)
 def test_a_stream_the_client_closed_mid_way_is_a_kill_though_it_counts_one_attempt(server):
     s = _slow_but_alive("quiet_retry")
