@@ -8,14 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.cli.common import (
-    EXIT_INPUT,
-    EXIT_MISMATCH,
-    EXIT_OK,
-    add_report_options,
-    check_report_paths,
-    out_console,
-)
+from harness.cli import common
 from harness.cli.report_diff import register_diff
 
 __all__ = ["register"]
@@ -35,24 +28,26 @@ def register(commands: Any) -> None:
         "runs; exit 1 if any case mismatched.",
     )
     merge.add_argument("files", nargs="+", metavar="SHARD.json")
-    add_report_options(merge, json_help="write the merged JSON report")
+    common.add_report_options(merge, json_help="write the merged JSON report")
     merge.set_defaults(func=cmd_merge)
     register_diff(report_commands)
-    report.set_defaults(func=lambda _args: (report.print_help(), EXIT_INPUT)[1])
+    report.set_defaults(func=lambda _args: (report.print_help(), common.EXIT_INPUT)[1])
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    check_report_paths(args)
+    common.check_report_paths(args)
 
     from harness.report import merge_json, render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
 
     results = merge_json(args.files)
-    render_console(results, console=out_console(), title=f"merged {len(args.files)} report(s)")
+    render_console(
+        results, console=common.out_console(), title=f"merged {len(args.files)} report(s)"
+    )
     if args.json:
         write_json(args.json, results)
     if args.junit:
         write_junit(args.junit, results)
     if args.markdown:
         write_markdown(args.markdown, results)
-    return EXIT_OK if all(r.matched for r in results) else EXIT_MISMATCH
+    return common.EXIT_OK if all(r.matched for r in results) else common.EXIT_MISMATCH

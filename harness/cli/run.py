@@ -10,24 +10,8 @@ import re
 import time
 from typing import Any
 
+from harness.cli import common
 from harness.cli.availability import require_runnable
-from harness.cli.common import (
-    EXIT_MISMATCH,
-    EXIT_OK,
-    UsageError,
-    add_report_options,
-    add_selection,
-    add_target_options,
-    check_report_paths,
-    exclude,
-    jobs,
-    load_scenarios,
-    out_console,
-    run_with_progress,
-    selected_targets,
-    time_scale,
-    with_overlays,
-)
 
 __all__ = ["register"]
 
@@ -39,11 +23,11 @@ def register(commands: Any) -> None:
         description="Run catalog scenarios on the embedded fault server against "
         "each target; with no SCENARIO, the whole catalog.",
     )
-    add_selection(run, default_targets="reference and openai-sdk")
+    common.add_selection(run, default_targets="reference and openai-sdk")
     run.add_argument(
         "--shard", metavar="K/N", help="run the K-th of N deterministic slices of the cases"
     )
-    add_report_options(run, json_help="write the JSON report (mergeable shards)")
+    common.add_report_options(run, json_help="write the JSON report (mergeable shards)")
     run.add_argument(
         "--fail-on-leaks",
         action="store_true",
@@ -92,47 +76,47 @@ def register(commands: Any) -> None:
         "one time axis, the fault marked.",
     )
     explain.add_argument("scenario", metavar="SCENARIO")
-    add_target_options(explain, default="reference and openai-sdk")
+    common.add_target_options(explain, default="reference and openai-sdk")
     explain.set_defaults(func=cmd_explain)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     # First: a bad path costs nothing, not a whole run.
-    check_report_paths(args, ("json", "junit", "markdown", "write-expectations"))
+    common.check_report_paths(args, ("json", "junit", "markdown", "write-expectations"))
 
     from harness.repeats import fold, repeat_cases
     from harness.report import render_console, write_junit, write_markdown
     from harness.report.json_report import write_json
     from harness.runner import RunSettings, Shard, plan
 
-    targets = selected_targets(args)
+    targets = common.selected_targets(args)
     require_runnable(targets)
     if args.write_expectations and len(targets) != 1:
-        raise UsageError(
+        raise common.UsageError(
             f"--write-expectations records one target; got {len(targets)}: {', '.join(targets)}"
         )
-    scenarios = with_overlays(
-        args, exclude(load_scenarios(args), args.exclude), targets, args.expectations
+    scenarios = common.with_overlays(
+        args, common.exclude(common.load_scenarios(args), args.exclude), targets, args.expectations
     )
     shard = Shard.parse(args.shard) if args.shard else None
     settings = RunSettings(
-        time_scale=time_scale(args),
-        jobs=jobs(args),
+        time_scale=common.time_scale(args),
+        jobs=common.jobs(args),
         keep_timeline=bool(args.json),
         dump_hung_stacks=args.dump_stacks,
     )
     cases = plan(scenarios, targets, shard=shard)
     if not cases:
-        raise UsageError("no case to run: no scenario selected")
+        raise common.UsageError("no case to run: no scenario selected")
     started = time.monotonic()
-    runs = run_with_progress(repeat_cases(cases, args.repeat), settings, quiet=args.quiet)
+    runs = common.run_with_progress(repeat_cases(cases, args.repeat), settings, quiet=args.quiet)
     results = fold(runs)  # one result per case; with --repeat, the spread on it
     # One target's whole run: its wall time, for a scorecard made later with --from (a
     # joint or sharded run has none of its own per target).
     wall_s = {targets[0]: time.monotonic() - started} if len(targets) == 1 and not shard else None
     render_console(
         results,
-        console=out_console(),
+        console=common.out_console(),
         title=f"time_scale={settings.time_scale}" + (f"  shard {shard}" if shard else ""),
     )
     if args.json:
@@ -149,11 +133,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         # a gate where nothing ran must not pass: say why, as for a target that cannot run
         from harness.report.common import not_run_reasons
 
-        raise UsageError("no case ran: " + "; ".join(not_run_reasons(results)))
+        raise common.UsageError("no case ran: " + "; ".join(not_run_reasons(results)))
     failed = any(not r.matched for r in results)
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
-    return EXIT_MISMATCH if failed else EXIT_OK
+    return common.EXIT_MISMATCH if failed else common.EXIT_OK
 
 
 def _repeat(text: str) -> int:
@@ -169,8 +153,8 @@ def _repeat(text: str) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    scenarios = load_scenarios(args, patterns=[])
-    out = out_console()
+    scenarios = common.load_scenarios(args, patterns=[])
+    out = common.out_console()
     for s in scenarios:
         api = f"{s.api}{' stream' if s.stream else ' (no stream)'}"
         refs = " ".join(
@@ -181,28 +165,28 @@ def cmd_list(args: argparse.Namespace) -> int:
         out.print(f"    {escape(s.summary)}", highlight=False)
         out.print(f"    [dim]expected:[/] {escape(expected)}", highlight=False)
     out.print(f"{len(scenarios)} scenarios")
-    return EXIT_OK
+    return common.EXIT_OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from harness.report import render_timeline
     from harness.runner import RunSettings, plan, run_cases
 
-    scenarios = load_scenarios(args, patterns=[args.scenario])
+    scenarios = common.load_scenarios(args, patterns=[args.scenario])
     if len(scenarios) != 1:
-        raise UsageError(
+        raise common.UsageError(
             f"explain takes one scenario; {args.scenario!r} matches "
             f"{', '.join(s.name for s in scenarios)}"
         )
-    settings = RunSettings(time_scale=time_scale(args), jobs=1, dump_hung_stacks=True)
-    targets = selected_targets(args)
+    settings = RunSettings(time_scale=common.time_scale(args), jobs=1, dump_hung_stacks=True)
+    targets = common.selected_targets(args)
     require_runnable(targets)
-    cases = plan(with_overlays(args, scenarios, targets), targets)
-    out = out_console()
+    cases = plan(common.with_overlays(args, scenarios, targets), targets)
+    out = common.out_console()
     out.print(f"[bold]{scenarios[0].name}[/]: {scenarios[0].summary}")
     if scenarios[0].references:
         out.print(f"references: {', '.join(scenarios[0].references)}")
     results = run_cases(cases, settings=settings)
     for result in results:
         render_timeline(result, console=out)
-    return EXIT_OK if all(r.matched for r in results) else EXIT_MISMATCH
+    return common.EXIT_OK if all(r.matched for r in results) else common.EXIT_MISMATCH

@@ -25,20 +25,7 @@ import fnmatch
 import time
 from typing import Any
 
-from harness.cli.common import (
-    EXIT_OK,
-    UsageError,
-    add_selection,
-    check_out_dir,
-    exclude,
-    jobs,
-    load_scenarios,
-    out_console,
-    run_with_progress,
-    selected_targets,
-    time_scale,
-    with_overlays,
-)
+from harness.cli import common
 
 __all__ = ["register"]
 
@@ -53,7 +40,7 @@ def register(commands: Any) -> None:
         "write the verdict grid with per-target totals and run time as Markdown, PNG and "
         "a self-contained HTML page.",
     )
-    add_selection(parser, default_targets="every built-in target")
+    common.add_selection(parser, default_targets="every built-in target")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the files")
     parser.add_argument(
         "--from",
@@ -68,7 +55,7 @@ def register(commands: Any) -> None:
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
-    out = check_out_dir(args.out)  # first: before any case runs
+    out = common.check_out_dir(args.out)  # first: before any case runs
 
     from harness.report.json_report import write_json
     from harness.report.scorecard import DEFAULT_TITLE, build_scorecard, write_scorecard
@@ -78,13 +65,13 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     else:
         results, wall_s = _run(args)
     if not results:
-        raise UsageError("no case to score: the selection matches no result")
+        raise common.UsageError("no case to score: the selection matches no result")
     scorecard = build_scorecard(results, wall_s=wall_s, title=args.title or DEFAULT_TITLE)
     paths = write_scorecard(out, scorecard)
     if not args.from_reports:
         write_json(out / SCORECARD_JSON, results, wall_s=wall_s)
         paths["json"] = out / SCORECARD_JSON
-    console = out_console()
+    console = common.out_console()
     for t in scorecard.totals:
         c = t.counts
         console.print(
@@ -99,24 +86,26 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         )
     for path in paths.values():
         console.print(f"wrote {path}", highlight=False)
-    return EXIT_OK
+    return common.EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]]:
     from harness.runner import RunSettings, plan
     from harness.targets import TARGETS
 
-    scenarios = exclude(load_scenarios(args), args.exclude)
-    targets = selected_targets(args, default=list(TARGETS))
-    settings = RunSettings(time_scale=time_scale(args), jobs=jobs(args), keep_timeline=False)
+    scenarios = common.exclude(common.load_scenarios(args), args.exclude)
+    targets = common.selected_targets(args, default=list(TARGETS))
+    settings = RunSettings(
+        time_scale=common.time_scale(args), jobs=common.jobs(args), keep_timeline=False
+    )
     results: list[Any] = []
     wall_s: dict[str, float] = {}
     for target in targets:
-        cases = plan(with_overlays(args, scenarios, [target]), [target])
+        cases = plan(common.with_overlays(args, scenarios, [target]), [target])
         if not cases:
             continue
         start = time.monotonic()
-        results += run_with_progress(cases, settings, quiet=args.quiet, label=target)
+        results += common.run_with_progress(cases, settings, quiet=args.quiet, label=target)
         # rounded as the JSON keeps it, so the Markdown renders the same from either
         wall_s[target] = round(time.monotonic() - start, 3)
     return results, wall_s
@@ -133,7 +122,7 @@ def _from_reports(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]
         wall_s.update(load_wall_times(path))
     results = list(merged.values())
     if args.target:
-        wanted = selected_targets(args, to_run=False)
+        wanted = common.selected_targets(args, to_run=False)
         results = [r for r in results if r.target in wanted]
     if args.scenarios:
         results = [

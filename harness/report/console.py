@@ -20,19 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.report.common import (
-    VERDICT_STYLES,
-    failed_checks,
-    fmt_cause,
-    fmt_leaks,
-    fmt_repeats,
-    fmt_seconds,
-    has_verdicts,
-    not_run_reasons,
-    summary_counts,
-    target_label,
-    verdict,
-)
+from harness.report import common
 from harness.report.posture import target_postures
 
 __all__ = ["render_console", "results_table", "short_label", "verdict_cell"]
@@ -57,11 +45,13 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
     targets = list(dict.fromkeys(r.target for r in results))
     by_key = {(r.scenario, r.target): r for r in results}
     scenarios = list(dict.fromkeys(r.scenario for r in results))
-    verdicts = has_verdicts(results)
+    verdicts = common.has_verdicts(results)
     table = Table(title=title, header_style="bold")
     table.add_column("scenario", overflow="fold")
     for target in targets:
-        table.add_column(f"{target_label(target)}\noutcome (✓ = as expected)", overflow="fold")
+        table.add_column(
+            f"{common.target_label(target)}\noutcome (✓ = as expected)", overflow="fold"
+        )
         if verdicts:
             table.add_column("verdict", overflow="fold")
         table.add_column("latency", justify="right", no_wrap=True)
@@ -83,17 +73,17 @@ def results_table(results: Sequence[Any], *, title: str | None = None) -> Table:
 
 def verdict_cell(r: Any) -> Text:
     """``pass`` / ``safe`` / ``fail`` in colour, the failed checks under a fail."""
-    v = verdict(r)
+    v = common.verdict(r)
     if v is None:
         return Text("")
-    text = Text(v.replace("_", " "), style=VERDICT_STYLES.get(v, ""))
-    checks = failed_checks(r)
+    text = Text(v.replace("_", " "), style=common.VERDICT_STYLES.get(v, ""))
+    checks = common.failed_checks(r)
     if checks:
         text.append("\n" + ", ".join(checks), style="red")
     if getattr(r, "flaky", False):
-        text.append("\n" + fmt_repeats(r), style="bold magenta")
+        text.append("\n" + common.fmt_repeats(r), style="bold magenta")
     elif len((getattr(r, "repeats", None) or {}).get("outcomes") or ()) > 1:
-        text.append("\n" + fmt_repeats(r), style="dim")  # outcomes varied, the verdict not
+        text.append("\n" + common.fmt_repeats(r), style="dim")  # outcomes varied, the verdict not
     return text
 
 
@@ -103,7 +93,7 @@ def render_console(
     """Print the table and a one-line summary."""
     console = console or Console()
     console.print(results_table(results, title=title))
-    counts = summary_counts(results)
+    counts = common.summary_counts(results)
     # nothing ran is never a green "as expected"
     ok = counts["mismatched"] == 0 and counts["not_run"] < counts["cases"]
     style = "bold green" if ok else "bold red"
@@ -177,9 +167,9 @@ def render_console(
             style=style,
         )
     )
-    for reason in not_run_reasons(results):
+    for reason in common.not_run_reasons(results):
         console.print(Text(f"  not run: {reason}", style="yellow"))
-    if has_verdicts(results):
+    if common.has_verdicts(results):
         line = Text("verdicts: ")
         line.append(f"{counts['pass']} pass", style="green")
         line.append(", ")
@@ -202,7 +192,7 @@ def render_console(
                     style="red",
                 )
             )
-            cause = fmt_cause(r)
+            cause = common.fmt_cause(r)
             if cause and cause not in r.message:
                 console.print(Text(f"    cause: {cause}", style="red"))
 
@@ -235,8 +225,8 @@ def _latency_cell(r: Any) -> str:
     if r.outcome.kind == "not_applicable":
         return ""
     if r.outcome.kind == "hung":
-        return f">{fmt_seconds(r.ceiling_s)}"
-    return fmt_seconds(r.latency_s if r.latency_s is not None else None)
+        return f">{common.fmt_seconds(r.ceiling_s)}"
+    return common.fmt_seconds(r.latency_s if r.latency_s is not None else None)
 
 
 def _requests_cell(r: Any) -> Text:
@@ -248,14 +238,14 @@ def _requests_cell(r: Any) -> Text:
         else (str(r.requests) if r.max_requests is None else f"{r.requests}/{r.max_requests}")
     )
     text = Text(req, style="bold red" if r.over_budget else "")
-    if "accounting" in failed_checks(r):  # the client claims attempts the server never saw
+    if "accounting" in common.failed_checks(r):  # the client claims attempts the server never saw
         text.append(f" (claims {r.attempts})", style="bold red")
     extra = getattr(r, "unaccounted_requests", 0)
     if extra:
         late = getattr(r, "late_requests", None)
         said = "?" if r.attempts is None else str(r.attempts)
         text.append(f" (client {said}{f', {late} late' if late else ''})", style="bold red")
-    leaks = fmt_leaks(r)
+    leaks = common.fmt_leaks(r)
     text.append(f" {leaks}", style="bold red" if leaks not in ("0", "?") else "dim")
     return text
 

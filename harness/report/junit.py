@@ -16,17 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import (
-    evidence_lines,
-    failed_checks,
-    fmt_cause,
-    fmt_leaks,
-    fmt_repeats,
-    fmt_seconds,
-    fmt_verdict,
-    ran,
-    verdict,
-)
+from harness.report import common
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -42,7 +32,7 @@ def render_junit(results: Sequence[Any]) -> str:
             name=f"transport.{target}",
             tests=str(len(cases)),
             failures=str(sum(1 for r in cases if not r.matched)),
-            skipped=str(sum(1 for r in cases if r.matched and not ran(r))),
+            skipped=str(sum(1 for r in cases if r.matched and not common.ran(r))),
             errors="0",
             time=f"{sum(r.elapsed_s or 0 for r in cases):.3f}",
         )
@@ -54,16 +44,16 @@ def render_junit(results: Sequence[Any]) -> str:
                 name=r.scenario,
                 time=f"{r.elapsed_s or 0:.3f}",
             )
-            v = verdict(r)
+            v = common.verdict(r)
             if v is not None:
                 props = ET.SubElement(case, "properties")
                 ET.SubElement(props, "property", name="verdict", value=v)
                 ET.SubElement(
-                    props, "property", name="failed_checks", value=",".join(failed_checks(r))
+                    props, "property", name="failed_checks", value=",".join(common.failed_checks(r))
                 )
                 if getattr(r, "flaky", False):
-                    ET.SubElement(props, "property", name="flaky", value=fmt_repeats(r))
-            if r.matched and not ran(r):
+                    ET.SubElement(props, "property", name="flaky", value=common.fmt_repeats(r))
+            if r.matched and not common.ran(r):
                 ET.SubElement(
                     case, "skipped", message=f"{r.outcome.kind.replace('_', ' ')}: {r.message}"
                 )
@@ -72,22 +62,24 @@ def render_junit(results: Sequence[Any]) -> str:
                     case,
                     "failure",
                     message=f"expected {r.expected}, got {r.outcome.label}"
-                    + (f" (verdict {fmt_verdict(r)})" if v is not None else ""),
+                    + (f" (verdict {common.fmt_verdict(r)})" if v is not None else ""),
                     type="OutcomeMismatch",
                 )
                 fail.text = r.message
             out = ET.SubElement(case, "system-out")
             out.text = (
-                (f"verdict: {fmt_verdict(r)}\n" if v is not None else "")
-                + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {fmt_seconds(r.latency_s)}\n"
+                (f"verdict: {common.fmt_verdict(r)}\n" if v is not None else "")
+                + f"{r.summary}\nactual: {r.outcome.label}\nlatency: {common.fmt_seconds(r.latency_s)}\n"
                 f"requests: {r.requests} (client: {r.attempts}, after the call: "
-                f"{getattr(r, 'late_requests', None)})\nleaks: {fmt_leaks(r)}\n{r.message}"
-                + "".join(f"\nevidence: {line}" for line in evidence_lines(r))
-                + (f"\ncause: {fmt_cause(r)}" if fmt_cause(r) else "")
+                f"{getattr(r, 'late_requests', None)})\nleaks: {common.fmt_leaks(r)}\n{r.message}"
+                + "".join(f"\nevidence: {line}" for line in common.evidence_lines(r))
+                + (f"\ncause: {common.fmt_cause(r)}" if common.fmt_cause(r) else "")
             )
             if v == "fail":
                 err = ET.SubElement(case, "system-err")
-                err.text = f"verdict fail: failed checks {', '.join(failed_checks(r)) or '-'}"
+                err.text = (
+                    f"verdict fail: failed checks {', '.join(common.failed_checks(r)) or '-'}"
+                )
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -9,19 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.common import (
-    evidence_lines,
-    failed_checks,
-    fmt_cause,
-    fmt_leaks,
-    fmt_repeats,
-    fmt_seconds,
-    has_verdicts,
-    not_run_reasons,
-    summary_counts,
-    target_label,
-    verdict,
-)
+from harness.report import common
 from harness.report.posture import target_postures
 
 __all__ = ["VERDICT_MARKS", "render_markdown", "write_markdown"]
@@ -30,11 +18,11 @@ VERDICT_MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌"}
 
 
 def render_markdown(results: Sequence[Any], *, title: str = "Transport fault catalog") -> str:
-    counts = summary_counts(results)
+    counts = common.summary_counts(results)
     mark = "✅" if counts["mismatched"] == 0 and counts["not_run"] < counts["cases"] else "❌"
     targets = list(dict.fromkeys(r.target for r in results))
     by_key = {(r.scenario, r.target): r for r in results}
-    verdicts = has_verdicts(results)
+    verdicts = common.has_verdicts(results)
     per_target = (
         "expected | {t} actual | verdict | latency"
         if verdicts
@@ -48,7 +36,7 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
         + f"{counts['mismatched']} mismatched, {counts['leaky']} with leaks"
         + (f", {counts['not_run']} not run." if counts["not_run"] else "."),
     ]
-    reasons = not_run_reasons(results)
+    reasons = common.not_run_reasons(results)
     if reasons:
         lines.append("Not run: " + "; ".join(reasons) + ".")
     if verdicts:
@@ -60,7 +48,7 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
     lines += [
         "",
         "| scenario | "
-        + " | ".join(f"{target_label(t)} " + per_target.format(t=t) for t in targets)
+        + " | ".join(f"{common.target_label(t)} " + per_target.format(t=t) for t in targets)
         + " |",
         "|---|" + ("---|---|---|---:|" if verdicts else "---|---|---:|") * len(targets),
     ]
@@ -73,9 +61,9 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
                 continue
             actual = f"`{r.outcome.label}`" + ("" if r.matched else " ❌")
             latency = (
-                f">{fmt_seconds(r.ceiling_s)}"
+                f">{common.fmt_seconds(r.ceiling_s)}"
                 if r.outcome.kind == "hung"
-                else fmt_seconds(r.latency_s)
+                else common.fmt_seconds(r.latency_s)
             )
             cells += [f"`{r.expected}`", actual]
             if verdicts:
@@ -92,18 +80,18 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
             message = r.message.replace("|", "\\|").replace("\n", " ")
             lines.append(
                 f"- **{r.scenario}** [{r.target}]: expected `{r.expected}`, got "
-                f"`{r.outcome.label}` (requests {r.requests}, leaks {fmt_leaks(r)}) {message}"
+                f"`{r.outcome.label}` (requests {r.requests}, leaks {common.fmt_leaks(r)}) {message}"
             )
             lines += _cause_lines(r)
-    failing = [r for r in results if verdict(r) == "fail"]
+    failing = [r for r in results if common.verdict(r) == "fail"]
     if failing:
         lines += ["", "### Failing verdicts", ""]
         for r in failing:
             lines.append(
                 f"- **{r.scenario}** [{r.target}]: `{r.outcome.label}`, failed checks: "
-                + ", ".join(f"`{c}`" for c in failed_checks(r))
+                + ", ".join(f"`{c}`" for c in common.failed_checks(r))
             )
-            lines += [f"  - {_md(line)}" for line in evidence_lines(r) if ": " in line]
+            lines += [f"  - {_md(line)}" for line in common.evidence_lines(r) if ": " in line]
             lines += _cause_lines(r)
     return "\n".join(lines) + "\n"
 
@@ -115,19 +103,19 @@ def write_markdown(
 
 
 def _verdict_cell(r: Any) -> str:
-    v = verdict(r)
+    v = common.verdict(r)
     if v is None:
         return ""
-    checks = failed_checks(r)
+    checks = common.failed_checks(r)
     label = v.replace("_", " ")
     cell = f"{VERDICT_MARKS.get(v, '')} {label}".strip() + (
         f" ({', '.join(checks)})" if checks else ""
     )
-    return cell + (f" **{fmt_repeats(r)}**" if getattr(r, "flaky", False) else "")
+    return cell + (f" **{common.fmt_repeats(r)}**" if getattr(r, "flaky", False) else "")
 
 
 def _cause_lines(r: Any) -> list[str]:
-    cause = fmt_cause(r)
+    cause = common.fmt_cause(r)
     return [f"  - cause: {_md(cause)}"] if cause else []
 
 
