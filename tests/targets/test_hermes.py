@@ -364,6 +364,7 @@ def test_driver_speaks_the_runner_child_protocol(hermes_ready: None) -> None:
     assert result["texts"] == [r.expected_text for r in records]
     assert result["details"]["env"]["HERMES_CODEX_TTFB_TIMEOUT_SECONDS"] == "5"
     assert [e[1] for e in result["events"]] == [
+        "agent_built",
         "turn_start",
         "turn_end",
         "rebuild",
@@ -371,6 +372,8 @@ def test_driver_speaks_the_runner_child_protocol(hermes_ready: None) -> None:
         "turn_end",
     ]
     assert messages[0]["t"] <= result["t"] <= time.monotonic()
+    # the call starts once AIAgent() is built: its set-up is not counted against the case
+    assert result["events"][0][0] <= messages[1]["t"] <= result["events"][1][0]
 
 
 @pytest.mark.hermes

@@ -171,10 +171,10 @@ def _child(proto: TextIO, home: str, *, guard: bool = False) -> int:
         def mark(kind: str, detail: str = "") -> None:
             events.append([time.monotonic(), kind, detail])
 
-        started()
         setup_failed = False
         try:
-            run = turns.run_turns(spec, t_start=time.monotonic(), on_event=mark)
+            # the call starts once the agent is built (a crash before: a result, no start)
+            run = turns.run_turns(spec, t_start=time.monotonic(), on_event=mark, on_built=started)
             report = turns.protocol_result(run)
         except BaseException as exc:  # a crash in AIAgent() itself is the data too
             report = {"status": "raised", **protocol.describe_exception(exc)}

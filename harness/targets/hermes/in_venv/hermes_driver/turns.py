@@ -92,9 +92,16 @@ def run_spec(spec: dict[str, Any], *, t_start: float) -> dict[str, Any]:
 
 
 def run_turns(
-    spec: dict[str, Any], *, t_start: float, on_event: Callable[..., None] | None = None
+    spec: dict[str, Any],
+    *,
+    t_start: float,
+    on_event: Callable[..., None] | None = None,
+    on_built: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Build the agent and run the turns; HERMES_HOME and the env must already be set."""
+    """Build the agent and run the turns; HERMES_HOME and the env must already be set.
+    ``on_built`` is called once the agent exists, before its first turn: where the
+    call starts (building an AIAgent is per-session set-up, seconds on a loaded
+    machine, not the transport under test)."""
     from run_agent import AIAgent  # noqa: PLC0415 - must follow the env setup
 
     tool.register()
@@ -109,6 +116,9 @@ def run_turns(
         model=spec["model"],
         **_AGENT_OPTIONS,
     )
+    mark("agent_built")
+    if on_built is not None:
+        on_built()
     turns = []
     ok = True
     for index, message in enumerate(spec["turns"]):
