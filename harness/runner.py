@@ -34,7 +34,7 @@ from typing import Any
 from harness.case_result import CaseResult
 from harness.children import STARTING_AT_ONCE, Spares
 from harness.judge import judge_case
-from harness.lifecycle import observe_case
+from harness.lifecycle import Observed, observe_case
 from harness.planning import (
     DEFAULT_JOBS,
     DEFAULT_MIN_CEILING_S,
@@ -85,31 +85,22 @@ def run_case(
     case = plan_case(scenario, target, settings, expect_as=expect_as)
     with contextlib.ExitStack() as stack:
         follow_up = _FollowUp(stack, _default_server)
-        result, reusable = _run_case(
+        observed, reusable = observe_case(
             case,
             server=server,
             settings=settings,
             child=child,
             follow_up_url=follow_up.url_for(case),
         )
+    result = _judged(case, observed, settings)
     if reusable is not None:
         reusable.finish(time.monotonic() + 5.0)
     return result
 
 
-def _run_case(
-    case: CasePlan,
-    *,
-    server: Any,
-    settings: RunSettings,
-    child: TargetProcess | None,
-    follow_up_url: str | None = None,
-) -> tuple[CaseResult, TargetProcess | None]:
-    """:func:`run_case`, also returning the child when it is clean enough to reuse."""
-    observed, reusable = observe_case(
-        case, server=server, settings=settings, child=child, follow_up_url=follow_up_url
-    )
-    result = judge_case(
+def _judged(case: CasePlan, observed: Observed, settings: RunSettings) -> CaseResult:
+    """The case's result from what was observed of it (judged by its plan)."""
+    return judge_case(
         case.scenario,
         case.target,
         observed,
@@ -120,7 +111,6 @@ def _run_case(
         keep_timeline=settings.keep_timeline,
         find_sentinel=_find_sentinel,
     )
-    return result, reusable
 
 
 def run_cases(
@@ -159,7 +149,7 @@ def run_cases(
                     index, case = item
                     current = case.target
                     upcoming = queue.peek(lane, name, case.target)
-                    result, reusable = _run_case(
+                    observed, reusable = observe_case(
                         case,
                         server=server,
                         settings=settings,
@@ -167,6 +157,7 @@ def run_cases(
                         follow_up_url=follow_up.url_for(case),
                     )
                     spares.give_back(case, reusable)
+                    result = _judged(case, observed, settings)
                     with lock:
                         results[index] = result
                         if on_result is not None:
