@@ -29,6 +29,7 @@ from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
+from harness.planning import CasePlan
 from harness.scenario import Scenario
 from harness.vocab.apis import APIS
 
@@ -40,18 +41,17 @@ NO_FALSE_KILL_TAG = "no-false-kill"
 
 
 def judge_case(
-    scenario: Scenario,
-    target: str,
+    plan: CasePlan,
     observed: Observed,
     *,
-    expected: Expected | None,
-    max_requests: int | None,
-    time_scale: float,
-    ceiling_s: float,
     keep_timeline: bool = True,
     find_sentinel: Callable[[str], str | None] | None = None,
 ) -> CaseResult:
-    """The :class:`CaseResult` of one case: outcome, accounting, expectation, verdict."""
+    """The :class:`CaseResult` of one case: outcome, accounting, expectation, verdict;
+    what it is judged by (scenario, expectation, budget, time scale, ceiling) is the
+    case's plan, decided once in ``harness.planning``."""
+    scenario, target, expected = plan.scenario, plan.target, plan.expected
+    time_scale, ceiling_s = plan.time_scale, plan.ceiling_s
     report = observed.report
     records = [r for r in observed.records if getattr(r, "api", None) in APIS]
     ran = not (report and report.get("status") in ("skipped", "not_applicable"))
@@ -112,7 +112,7 @@ def judge_case(
             request_starts=[float(getattr(r, "t_start", 0.0)) for r in records],
         ),
         requests=len(records) if ran else None,
-        max_requests=max_requests,
+        max_requests=plan.max_requests,
         leaks=observed.leaks,
         attempts=attempts,
         late_requests=late,

@@ -99,17 +99,8 @@ def run_case(
 
 
 def _judged(case: CasePlan, observed: Observed, settings: RunSettings) -> CaseResult:
-    """The case's result from what was observed of it (judged by its plan)."""
     return judge_case(
-        case.scenario,
-        case.target,
-        observed,
-        expected=case.expected,
-        max_requests=case.max_requests,
-        time_scale=case.time_scale,
-        ceiling_s=case.ceiling_s,
-        keep_timeline=settings.keep_timeline,
-        find_sentinel=_find_sentinel,
+        case, observed, keep_timeline=settings.keep_timeline, find_sentinel=_find_sentinel
     )
 
 

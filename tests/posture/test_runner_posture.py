@@ -18,6 +18,7 @@ from harness.judge import Observed, judge_case
 from harness.posture import Posture
 from harness.runner import RunSettings, run_case
 from harness.scenario import load_catalog, scenario_from_dict
+from tests.judging import case_plan
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 FAST = 0.05
@@ -125,13 +126,8 @@ def test_unreadable_posture_makes_the_check_not_applicable_never_a_failure():
     why = "socket posture is read on Linux only (this is darwin)"
     report = {"status": "raised", "error": "ReadTimeout", "mro": ["ReadTimeout"], "t": 1.5}
     result = judge_case(
-        scenario,
-        "t",
+        case_plan(scenario),
         Observed(report=report, started_t=1.0, posture=Posture(readable=False, reason=why)),
-        expected=None,
-        max_requests=None,
-        time_scale=1.0,
-        ceiling_s=60.0,
     )
     assert result.dead_peer["status"] == "not_applicable" and result.dead_peer["reason"] == why
     assert "dead_peer_bound" not in result.failed_checks and result.verdict == "safe"
@@ -142,13 +138,8 @@ def test_a_scenario_without_a_silent_peer_does_not_ask():
     healthy = scenario_from_dict({"name": "h", "summary": "h", "expected": {}})
     report = {"status": "returned", "text": "", "t": 1.5}
     result = judge_case(
-        healthy,
-        "t",
+        case_plan(healthy),
         Observed(report=report, started_t=1.0, posture=Posture()),
-        expected=None,
-        max_requests=None,
-        time_scale=1.0,
-        ceiling_s=60.0,
     )
     assert result.dead_peer is None
 

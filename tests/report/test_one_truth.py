@@ -20,6 +20,7 @@ from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.scorecard import build_scorecard
 from harness.scenario import scenario_from_dict
+from tests.judging import case_plan
 
 NETNS = "kernel netem needs root (network namespaces and veth pairs): run the tests as root"
 
@@ -27,13 +28,14 @@ NETNS = "kernel netem needs root (network namespaces and veth pairs): run the te
 def _case(name: str, report: dict, expected: str | None):
     scenario = scenario_from_dict({"name": name, "summary": name})
     return judge_case(
-        scenario,
-        "openai-sdk",
+        case_plan(
+            scenario,
+            "openai-sdk",
+            expected=None if expected is None else Expected.parse(expected),
+            time_scale=0.05,
+            ceiling_s=3.0,
+        ),
         Observed(report=report, started_t=0.0),
-        expected=None if expected is None else Expected.parse(expected),
-        max_requests=None,
-        time_scale=0.05,
-        ceiling_s=3.0,
     )
 
 

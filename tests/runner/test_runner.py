@@ -566,6 +566,7 @@ def test_which_request_was_asked_again_is_the_servers_order_not_the_arrival_stam
     from types import SimpleNamespace
 
     from harness.judge import Observed, judge_case
+    from tests.judging import case_plan
 
     scenario = _slow_but_alive("hedged_tie")
     whole = {"api": "chat", "fault": None, "expected_text": "the reply"}
@@ -582,13 +583,8 @@ def test_which_request_was_asked_again_is_the_servers_order_not_the_arrival_stam
     ]
     report = {"status": "returned", "text": "the reply", "finish_reason": "stop", "attempts": 1}
     result = judge_case(
-        scenario,
-        "runner.targets_double:HedgingTarget",
+        case_plan(scenario, time_scale=FAST, ceiling_s=3.0),
         Observed(report=report, records=records, timeline=timeline, started_t=10.0),
-        expected=None,
-        max_requests=None,
-        time_scale=FAST,
-        ceiling_s=3.0,
     )
     assert result.outcome.kind == outcome, result.message
 
