@@ -37,6 +37,7 @@ from harness.server.reading import (
     CAUTIOUS_READ_BYTES,
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
+    Head,
     has_stall,
     read_body,
     read_head,
@@ -194,10 +195,9 @@ class ServerCore:
                 idle_fault = None
                 if head is None:
                     break
-                parser, request, arrived_t = head
                 holder["request"] = None
                 keep, idle_fault = await self._handle(
-                    conn, state, holder, (record, record_many), parser, request, arrived_t
+                    conn, state, holder, (record, record_many), head
                 )
                 if not keep:
                     break
@@ -226,22 +226,17 @@ class ServerCore:
         state: _ConnState,
         holder: dict[str, Any],
         records: tuple[Callable[..., Any], Callable[..., Any] | None],
-        parser: h11.Connection,
-        request: h11.Request,
-        arrived_t: float,
+        head: Head,
     ) -> tuple[bool, Exchange | None]:
         """Answer one request; (keep the connection?, idle-phase exchange or None)."""
         record, record_many = records
-        method = request.method.decode("latin-1")
-        target = request.target.decode("latin-1")
-        path = target.split("?", 1)[0]
-        keep_alive = _keep_alive(request)
+        method, path, keep_alive = head.method, head.path, head.keep_alive
 
         if path.startswith(CONTROL_PREFIX):
             if not state.visible:
                 state.had_control = True
                 state.held.clear()
-            body = await read_body(conn, parser, None, record)
+            body = await read_body(conn, head.parser, None, record)
             if body is None:
                 return False, None
             # in a worker thread: serializing a long timeline takes tens of ms, and the
@@ -266,16 +261,11 @@ class ServerCore:
         req = Request(
             conn=conn,
             record=record,
-            parser=parser,
-            head=request,
-            method=method,
-            path=path,
-            keep_alive=keep_alive,
+            head=head,
             index=index,
             attempt=attempt,
             connection=state.number,
             request_on_connection=state.requests,
-            arrived_t=arrived_t,
             script=self.script,
             timeline=self.timeline,
             reply_source=self.reply_source,
@@ -334,15 +324,6 @@ class ServerCore:
             self.reset()
             return 200, {"ok": True}
         return 404, _err(404, f"{method} {path} is not a control route")
-
-
-def _keep_alive(request: h11.Request) -> bool:
-    if request.http_version == b"1.0":
-        return False
-    for name, value in request.headers:
-        if name == b"connection" and b"close" in value.lower():
-            return False
-    return True
 
 
 def _err(code: int, message: str) -> dict[str, Any]:

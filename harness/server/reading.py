@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import h11
@@ -22,6 +23,7 @@ from harness.server.wire import Exchange, RequestSite
 
 __all__ = [
     "CAUTIOUS_READ_BYTES",
+    "Head",
     "MAX_BODY_BYTES",
     "MAX_HEAD_BYTES",
     "has_stall",
@@ -34,6 +36,34 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 #: While a script has a stall_upload rule, request heads are read this many bytes at a
 #: time so that little of the body is pulled from the kernel before the rule is known.
 CAUTIOUS_READ_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Head:
+    """One parsed request head: its parser (which reads the body next), the h11 event,
+    and when its first bytes reached the kernel (``harness.tcpinfo``): the request's
+    start, however late a busy loop read it."""
+
+    parser: h11.Connection
+    request: h11.Request
+    arrived_t: float
+
+    @property
+    def method(self) -> str:
+        return self.request.method.decode("latin-1")
+
+    @property
+    def path(self) -> str:
+        return self.request.target.decode("latin-1").split("?", 1)[0]
+
+    @property
+    def keep_alive(self) -> bool:
+        if self.request.http_version == b"1.0":
+            return False
+        return not any(
+            name == b"connection" and b"close" in value.lower()
+            for name, value in self.request.headers
+        )
 
 
 def has_stall(script: FaultScript) -> bool:
@@ -49,9 +79,8 @@ async def read_head(
     bad_request: Callable[
         [Connection, h11.RemoteProtocolError, Callable[..., Any]], Awaitable[None]
     ],
-) -> tuple[h11.Connection, h11.Request, float] | None:
-    """Parse the next request head: (parser, head, when its first bytes reached the
-    kernel, as ``time.monotonic()``); None when the connection should end."""
+) -> Head | None:
+    """Parse the next request head; None when the connection should end."""
     loop = asyncio.get_running_loop()
     cautious = has_stall(script)
     conn.allow_read(conn.bytes_in + CAUTIOUS_READ_BYTES if cautious else None)
@@ -78,7 +107,7 @@ async def read_head(
                 err = h11.RemoteProtocolError("request head too large", error_status_hint=431)
                 await bad_request(conn, err, record)
                 return None
-            return parser, event, arrived_t
+            return Head(parser, event, arrived_t)
         if isinstance(event, h11.ConnectionClosed):
             return None
         # NEED_DATA

@@ -32,7 +32,7 @@ from harness.faults import FaultScript
 from harness.server.apis import error_body, models_body, plan_reply
 from harness.server.body import write_reply
 from harness.server.connection import Connection
-from harness.server.reading import MAX_BODY_BYTES, read_body
+from harness.server.reading import MAX_BODY_BYTES, Head, read_body
 from harness.server.timeline import RequestRecord, Timeline
 from harness.server.wire import Exchange, RequestSite, write_simple
 from harness.vocab.apis import API_BY_PATH, APIS
@@ -46,18 +46,11 @@ class Request:
 
     conn: Connection
     record: Callable[..., Any]
-    parser: h11.Connection
-    head: h11.Request
-    method: str
-    path: str
-    keep_alive: bool
+    head: Head
     index: int
     attempt: int
     connection: int
     request_on_connection: int
-    #: when the head's first bytes reached the kernel (``harness.tcpinfo``): the
-    #: request's start, however late a busy loop read it
-    arrived_t: float
     script: FaultScript
     timeline: Timeline
     #: answers the request in place of the synthetic reply (``harness.record``), or None
@@ -68,7 +61,7 @@ class Request:
 
 async def answer(req: Request) -> tuple[bool, Exchange | None]:
     """Answer one request; (keep the connection?, idle-phase exchange or None)."""
-    conn, record, path = req.conn, req.record, req.path
+    conn, record, path = req.conn, req.record, req.head.path
     api = API_BY_PATH.get(path, "models" if path == "/v1/models" else "unknown")
     rule = req.script.rule_for(
         path=path,
@@ -79,14 +72,14 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     fault = rule.fault if rule is not None else None
     action = fault.action if fault is not None else None
     phase = fault.phase.kind if fault is not None else None
-    record("request_head", method=req.method, path=path, attempt=req.attempt)
+    record("request_head", method=req.head.method, path=path, attempt=req.attempt)
     ex = Exchange(
         conn,
         record,
         req.script,
         fault,
         f"req_{req.index}",
-        req.keep_alive,
+        req.head.keep_alive,
         req.record_many,
         req.holds if api in APIS else None,
     )
@@ -97,7 +90,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
         if await action.before_body(site):
             return False, None
 
-    declared = _content_length(req.head)
+    declared = _content_length(req.head.request)
     if declared is not None and declared > MAX_BODY_BYTES:
         add_record(False, "", 0)
         record("bad_request", code=413, error=f"content-length {declared}")
@@ -105,7 +98,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
         await write_simple(conn, 413, error_body(api, 413, message), keep_alive=False)
         return False, None
     stall = action.upload_stall() if action is not None and phase == "accept" else None
-    if req.parser.they_are_waiting_for_100_continue:  # curl does this for bodies over 1 KB
+    if req.head.parser.they_are_waiting_for_100_continue:  # curl does this for bodies over 1 KB
         conn.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     body_record = record
     if stall is not None and stall[1] is None:
@@ -118,8 +111,8 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
                 add_record(False, "", int(detail.get("body_bytes", 0)))
             record(kind, **detail)
 
-    framed = declared if not _has_header(req.head, b"transfer-encoding") else None
-    body = await read_body(conn, req.parser, stall, body_record, framed)
+    framed = declared if not _has_header(req.head.request, b"transfer-encoding") else None
+    body = await read_body(conn, req.head.parser, stall, body_record, framed)
     if body is None:
         add_record(False, "", 0)
         if not conn.gone:
@@ -128,7 +121,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             )
         return False, None
 
-    doc, bad = _parse_json(req.method, api, body)
+    doc, bad = _parse_json(req.head.method, api, body)
     stream = bool(doc.get("stream")) if isinstance(doc, dict) else False
     plan = None
     source = req.reply_source
@@ -151,38 +144,44 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
 
     if action is not None and phase in ("accept", "request"):
         if await action.after_body(RequestSite(ex, phase, api)):
-            return req.keep_alive and not conn.closing and not conn.gone, None
+            return req.head.keep_alive and not conn.closing and not conn.gone, None
 
     idle = ex if phase == "idle" else None
     if source is not None:
-        keep = await source.reply(ex, req.head, body)
+        keep = await source.reply(ex, req.head.request, body)
         return keep, idle if keep else None
     if bad is not None:
         await write_simple(
-            conn, 400, error_body(api, 400, bad), keep_alive=req.keep_alive, record=record
+            conn, 400, error_body(api, 400, bad), keep_alive=req.head.keep_alive, record=record
         )
-        return req.keep_alive, None
+        return req.head.keep_alive, None
     if plan is None:
-        if req.method == "GET" and path == "/v1/models":
-            await write_simple(conn, 200, models_body(), keep_alive=req.keep_alive, record=record)
-            return req.keep_alive, idle
+        if req.head.method == "GET" and path == "/v1/models":
+            await write_simple(
+                conn, 200, models_body(), keep_alive=req.head.keep_alive, record=record
+            )
+            return req.head.keep_alive, idle
         code = 405 if path in API_BY_PATH or path == "/v1/models" else 404
         message = (
-            f"{req.method} {path} is not a route of this server"
+            f"{req.head.method} {path} is not a route of this server"
             if code == 404
-            else f"{req.method} not allowed"
+            else f"{req.head.method} not allowed"
         )
         await write_simple(
-            conn, code, error_body(None, code, message), keep_alive=req.keep_alive, record=record
+            conn,
+            code,
+            error_body(None, code, message),
+            keep_alive=req.head.keep_alive,
+            record=record,
         )
-        return req.keep_alive, None
+        return req.head.keep_alive, None
     keep = await write_reply(ex, plan)
     return keep, idle if keep else None
 
 
 def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int], None]:
     """The request's record for the timeline, added once (whichever step ends it)."""
-    t_start = min(req.arrived_t, time.monotonic())
+    t_start = min(req.head.arrived_t, time.monotonic())
     done = False
 
     def add(stream: bool, expected: str, body_bytes: int) -> None:
@@ -193,7 +192,7 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int
         req.timeline.add_request(
             RequestRecord(
                 index=req.index,
-                path=req.path,
+                path=req.head.path,
                 api=api,
                 stream=stream,
                 attempt=req.attempt,
