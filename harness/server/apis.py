@@ -189,22 +189,10 @@ def plan_reply(
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
     seed = seed_for_request(dict(body))
     carried = _content(body, seed, shape, events=events, text=content, reasoning=reasoning_events)
-    stream = bool(body.get("stream"))
-    model = str(body.get("model") or "test-model")
-    prompt_tokens = max(1, len(json.dumps(body.get("messages") or body.get("input") or "")) // 4)
     profile = dialect_for(dialect, api)
-    built = _BUILDERS[api](
-        BuildInput(
-            body,
-            carried,
-            stream=stream,
-            model=model,
-            seed=seed,
-            prompt_tokens=prompt_tokens,
-            created=CREATED,
-            dialect=profile,
-        )
-    )
+    given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
+    built = _BUILDERS[api](given)
+    stream = given.stream
     units = built.units
     newline = profile.newline.encode()
     if stream and newline != b"\n":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from json.encoder import encode_basestring  # what json.dumps(str, ensure_ascii=False) returns
 from typing import Any
 
@@ -82,12 +83,23 @@ class BuildInput:
 
     body: Mapping[str, Any]
     content: Content
-    stream: bool
-    model: str
     seed: str
-    prompt_tokens: int
     created: int
     dialect: Dialect
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model") or "test-model")
+
+    @cached_property  # the body can be megabytes (an upload stall's)
+    def prompt_tokens(self) -> int:
+        """A rough count (4 characters a token) of what was sent: never zero."""
+        sent = self.body.get("messages") or self.body.get("input") or ""
+        return max(1, len(json.dumps(sent)) // 4)
 
 
 @dataclass
