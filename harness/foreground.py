@@ -14,7 +14,7 @@ import argparse
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from harness.environment import check_time_scale
@@ -26,7 +26,6 @@ __all__ = [
     "add_time_scale",
     "add_upstream",
     "alive",
-    "parse_and_run",
     "port_error",
     "run_in_foreground",
     "stop_process",
@@ -49,19 +48,6 @@ def port_error(port: int) -> str | None:
     if not 0 <= port <= 65535:
         return f"--port: {port} is not valid; allowed: 0..65535"
     return None
-
-
-def parse_and_run(
-    argv: Sequence[str] | None,
-    prog: str,
-    description: str,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-) -> int:
-    """A foreground command's ``main``: ``argv`` parsed with its options, then ``run``."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    add_arguments(parser)
-    return run(parser.parse_args(list(argv or [])))
 
 
 def add_upstream(parser: argparse.ArgumentParser, *, example: str) -> None:

@@ -9,7 +9,7 @@ and the fault proxy (``harness.record``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.cli.common import UsageError, add_passthrough, optional
@@ -23,15 +23,27 @@ _BENCHMARKS = {
     "proxy": ("harness.bench.proxy", "main"),
     "guard": ("harness.bench.guard", "main"),
 }
-#: Commands whose options ``harness.record`` owns: name -> (module with main(argv), help).
-_RECORD_COMMANDS = {
+#: Commands whose options a module owns (its ``add_arguments``), run by one function of
+#: it with the parsed options: name -> (module, that function, help, description).
+_OWN_OPTIONS = {
+    "mutants": (
+        "harness.mutants_cli",
+        "run_mutants",
+        "run the catalog against known-bad stacks; kills and score",
+        "Run the catalog against known-bad variants of the reference stack; print kills "
+        "and the mutation score.",
+    ),
     "record": (
         "harness.record.cli_record",
+        "run_record",
         "record real traffic: a proxy writing one cassette per exchange",
+        "Record real traffic: a proxy that writes one cassette per exchange.",
     ),
     "proxy": (
         "harness.record.cli_proxy",
+        "run_proxy",
         "fault proxy: scripted faults on a live upstream's stream",
+        "Inject scripted faults into a live provider's stream.",
     ),
 }
 
@@ -53,14 +65,8 @@ def register(commands: Any) -> None:
     add_passthrough(
         commands, "live", cmd_live, help="the live tier (real provider), or --dry-run locally"
     )
-    add_passthrough(
-        commands,
-        "mutants",
-        cmd_mutants,
-        help="run the catalog against known-bad stacks; kills and score",
-    )
-    for name, (module, what) in _RECORD_COMMANDS.items():
-        add_passthrough(commands, name, _module_main(module, what=f"harness {name}"), help=what)
+    for name, (_, _, what, _) in _OWN_OPTIONS.items():
+        add_passthrough(commands, name, _own_options(name), help=what)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -91,18 +97,6 @@ def cmd_live(args: argparse.Namespace) -> int:
     return int(main_live(list(args.rest)) or 0)
 
 
-def cmd_mutants(args: argparse.Namespace) -> int:
-    run_mutants = optional("harness.mutants_cli", "run_mutants", what="harness mutants")
-    parsed = _parsed(
-        "harness.mutants_cli",
-        args.rest,
-        prog="harness mutants",
-        description="Run the catalog against known-bad variants of the "
-        "reference stack; print kills and the mutation score.",
-    )
-    return int(run_mutants(parsed) or 0)
-
-
 def _parsed(module: str, rest: Sequence[str], *, prog: str, description: str) -> argparse.Namespace:
     """``rest`` parsed with the options of ``module.add_arguments`` (the command's own)."""
     add_arguments = optional(module, "add_arguments", what=prog)
@@ -111,10 +105,13 @@ def _parsed(module: str, rest: Sequence[str], *, prog: str, description: str) ->
     return parser.parse_args(list(rest))
 
 
-def _module_main(module: str, *, what: str) -> Any:
-    """A command that hands its arguments to ``module.main(argv)``."""
+def _own_options(name: str) -> Callable[[argparse.Namespace], int]:
+    """``harness NAME``: its module's options parsed, then its run function."""
+    module, runner, _, description = _OWN_OPTIONS[name]
+    prog = f"harness {name}"
 
     def run(args: argparse.Namespace) -> int:
-        return int(optional(module, "main", what=what)(list(args.rest)) or 0)
+        func = optional(module, runner, what=prog)
+        return int(func(_parsed(module, args.rest, prog=prog, description=description)) or 0)
 
     return run

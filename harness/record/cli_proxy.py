@@ -12,26 +12,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 from harness.foreground import (
     EXIT_USAGE,
     add_port,
     add_time_scale,
     add_upstream,
-    parse_and_run,
     port_error,
     run_in_foreground,
     time_scale_error,
 )
 
-__all__ = ["add_arguments", "main", "run_proxy"]
+__all__ = ["add_arguments", "run_front", "run_proxy"]
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    description = "Inject scripted faults into a live provider's stream."
-    return parse_and_run(argv, "harness proxy", description, add_arguments, run_proxy)
+F = TypeVar("F")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,33 +45,55 @@ def run_proxy(
 ) -> int:
     from harness.faults import FaultScript
     from harness.record.front import FaultProxy
-    from harness.server.cli_serve import ScriptFileError, build_error, load_script_file
+    from harness.server.cli_serve import load_script_file
+
+    def build() -> FaultProxy:
+        script = load_script_file(args.script) if args.script else FaultScript()
+        return FaultProxy(
+            args.upstream, script, port=args.port, time_scale=args.time_scale, out_dir=args.out
+        )
+
+    def banner(proxy: FaultProxy) -> str:
+        return (
+            f"fault proxy for {proxy.upstream.base_url} on {proxy.url} "
+            f"({len(proxy.script.rules)} rule(s), time_scale={args.time_scale}); Ctrl-C to stop"
+        )
+
+    return run_front(args, build, banner, prog="harness proxy", out=out, err=err)
+
+
+def run_front(
+    args: argparse.Namespace,
+    build: Callable[[], F],
+    banner: Callable[[F], str],
+    *,
+    prog: str,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """A front of this package (the proxy, the recorder) from ``args``, in the
+    foreground: the options it has checked, then ``build()``; bad input is one line
+    on ``err`` and exit 2."""
+    from harness.server.cli_serve import build_error
     from harness.server.fault_server import ServerError
 
     out, err = out or sys.stdout, err or sys.stderr
-    prog = "harness proxy"
-    problem = port_error(args.port) or time_scale_error(args.time_scale)
+    scale = getattr(args, "time_scale", None)
+    problem = port_error(args.port) or (None if scale is None else time_scale_error(scale))
     if problem is not None:
         print(f"{prog}: {problem}", file=err)
         return EXIT_USAGE
     try:
-        script = load_script_file(args.script) if args.script else FaultScript()
-        proxy = FaultProxy(
-            args.upstream, script, port=args.port, time_scale=args.time_scale, out_dir=args.out
-        )
-    except (ScriptFileError, ValueError, ServerError) as exc:
-        print(build_error(prog, exc, args.script), file=err)
+        front = build()
+    except (ValueError, ServerError) as exc:  # a ScriptFileError is a ValueError
+        print(build_error(prog, exc, getattr(args, "script", None)), file=err)
         return EXIT_USAGE
     except OSError as exc:
         print(f"{prog}: --out: {args.out}: {exc.strerror or exc}", file=err)
         return EXIT_USAGE
-    rules = len(script.rules)
     return run_in_foreground(
-        proxy,
-        banner=lambda: (
-            f"fault proxy for {proxy.upstream.base_url} on {proxy.url} "
-            f"({rules} rule(s), time_scale={args.time_scale}); Ctrl-C to stop"
-        ),
+        front,
+        banner=lambda: banner(front),
         out=out,
         err=err,
         start_errors=(ServerError,),

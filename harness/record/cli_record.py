@@ -9,25 +9,11 @@ line on stderr naming the option and the allowed values, exit 2.
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 from typing import TextIO
 
-from harness.foreground import (
-    EXIT_USAGE,
-    add_port,
-    add_upstream,
-    parse_and_run,
-    port_error,
-    run_in_foreground,
-)
+from harness.foreground import add_port, add_upstream
 
-__all__ = ["add_arguments", "main", "run_record"]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    description = "Record real traffic: a proxy that writes one cassette per exchange."
-    return parse_and_run(argv, "harness record", description, add_arguments, run_record)
+__all__ = ["add_arguments", "run_record"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,30 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_record(
     args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
+    from harness.record.cli_proxy import run_front
     from harness.record.front import Recorder
-    from harness.server.fault_server import ServerError
 
-    out, err = out or sys.stdout, err or sys.stderr
-    problem = port_error(args.port)
-    if problem is not None:
-        print(f"harness record: {problem}", file=err)
-        return EXIT_USAGE
-    try:
-        recorder = Recorder(args.upstream, out_dir=args.out, port=args.port)
-    except (ValueError, ServerError) as exc:
-        print(f"harness record: {exc}", file=err)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"harness record: --out: {args.out}: {exc.strerror or exc}", file=err)
-        return EXIT_USAGE
-    return run_in_foreground(
-        recorder,
-        banner=lambda: (
+    def build() -> Recorder:
+        return Recorder(args.upstream, out_dir=args.out, port=args.port)
+
+    def banner(recorder: Recorder) -> str:
+        return (
             f"recording {recorder.upstream.base_url} into {args.out} "
             f"via {recorder.url}; Ctrl-C to stop"
-        ),
-        out=out,
-        err=err,
-        start_errors=(ServerError,),
-        prog="harness record",
-    )
+        )
+
+    return run_front(args, build, banner, prog="harness record", out=out, err=err)
