@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.faults import FaultScript
 from harness.record.cassette import Cassette
@@ -32,8 +31,9 @@ from harness.server.fault_server import DEFAULT_HOST, FaultServer
 __all__ = ["FaultProxy", "Recorder", "replay_server"]
 
 
-class FaultProxy:
-    """An SSE-aware fault proxy in front of ``upstream`` (a base URL)."""
+class FaultProxy(FaultServer):
+    """An SSE-aware fault proxy in front of ``upstream`` (a base URL): a fault server
+    whose replies come from the upstream, its script applied to them."""
 
     def __init__(
         self,
@@ -53,39 +53,18 @@ class FaultProxy:
             else None
         )
         self.source = ProxySource(self.upstream, recorder=self.recorder)
-        self.server = FaultServer(
+        # stopping the server closes the source's httpx client on the server's loop
+        super().__init__(
             script, host=DEFAULT_HOST, port=port, time_scale=time_scale, reply_source=self.source
         )
 
-    def start(self) -> FaultProxy:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop()  # closes the source's httpx client on the server's loop
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
     @property
     def base_url(self) -> str:
-        return self.server.url + self.upstream.path
+        return self.url + self.upstream.path
 
     def load(self, script: FaultScript, *, time_scale: float | None = None) -> None:
         check_script(script)
-        self.server.load(script, time_scale=time_scale)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("timeline", "requests", "wait_for", "settle", "reset", "script", "port"):
-            return getattr(self.server, name)
-        raise AttributeError(name)
+        super().load(script, time_scale=time_scale)
 
 
 class Recorder(FaultProxy):
