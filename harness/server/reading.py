@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import h11
@@ -48,15 +49,16 @@ class Head:
     request: h11.Request
     arrived_t: float
 
-    @property
+    # read once each: the answer consults them at every step of the request
+    @cached_property
     def method(self) -> str:
         return self.request.method.decode("latin-1")
 
-    @property
+    @cached_property
     def path(self) -> str:
         return self.request.target.decode("latin-1").split("?", 1)[0]
 
-    @property
+    @cached_property
     def keep_alive(self) -> bool:
         if self.request.http_version == b"1.0":
             return False
