@@ -85,6 +85,13 @@ class CaseResult:
     #: ``--repeat N`` (``harness.repeats``): ``runs``, ``matched`` runs, and how often each
     #: outcome label and verdict came out; None: the case ran once.
     repeats: Mapping[str, Any] | None = None
+    #: Why the case says nothing about the client ("" when it stands): the harness broke
+    #: a timing promise (``harness.lateness``); the runner ran it again ``reruns`` times.
+    void: str = ""
+    #: The harness's own lateness as measured (``harness.lateness.Lateness.to_dict``).
+    lateness: Mapping[str, Any] | None = None
+    #: How many times the runner ran this case again because an earlier run was void.
+    reruns: int = 0
 
     @property
     def flaky(self) -> bool:
@@ -150,6 +157,9 @@ class CaseResult:
             "dead_peer_bound": None if self.dead_peer is None else dict(self.dead_peer),
             "repeats": None if self.repeats is None else dict(self.repeats),
             "flaky": self.flaky,
+            "void": self.void or None,
+            "lateness": None if self.lateness is None else dict(self.lateness),
+            "reruns": self.reruns,
         }
 
     @classmethod
@@ -187,4 +197,7 @@ class CaseResult:
             posture_unreadable=data.get("posture_unreadable") or "",
             dead_peer=data.get("dead_peer_bound"),
             repeats=data.get("repeats"),
+            void=data.get("void") or "",
+            lateness=data.get("lateness"),
+            reruns=int(data.get("reruns") or 0),
         )

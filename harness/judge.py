@@ -27,6 +27,7 @@ from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
+from harness.lateness import measure, void_reason
 from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
@@ -133,7 +134,20 @@ def judge_case(
         posture_unreadable=_unreadable(observed.posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
     )
-    return _with_match(result, expected, observed)
+    result = _with_match(result, expected, observed)
+    if not ran:
+        return result
+    lateness = measure(observed.timeline, starved_s=observed.starved_s, time_scale=time_scale)
+    counts_against = not result.matched if result.gated else result.verdict == "fail"
+    return replace(
+        result,
+        lateness=lateness.to_dict(),
+        void=void_reason(
+            lateness,
+            alive=scenario.is_alive and scenario.backend == "server",
+            counts_against=counts_against,
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- helpers

@@ -10,6 +10,11 @@ The socket table is read with :mod:`harness.tcpstate`. A snapshot covers the pro
 its descendants (a ``command:`` target's program and whatever it forks), so a leak is
 counted wherever in the tree it sits.
 
+:func:`runqueue_waits` reads how long each thread of the tree has waited for a CPU
+(``/proc/<pid>/task/<tid>/schedstat``, nanoseconds on the run queue); the difference
+over a case (:func:`starved_s`) is how long the machine kept the target from running --
+the harness's load, not the client's doing (``harness.lateness``).
+
 Not here: deciding what a leak means for an outcome (``harness.runner``).
 """
 
@@ -22,7 +27,15 @@ from pathlib import Path
 
 from harness import tcpstate
 
-__all__ = ["Leaks", "ProcessSnapshot", "descendants", "leaks_between", "snapshot"]
+__all__ = [
+    "Leaks",
+    "ProcessSnapshot",
+    "descendants",
+    "leaks_between",
+    "runqueue_waits",
+    "snapshot",
+    "starved_s",
+]
 
 
 @dataclass(frozen=True)
@@ -130,3 +143,30 @@ def leaks_between(before: ProcessSnapshot | None, after: ProcessSnapshot | None)
         close_wait=max(after.count("CLOSE_WAIT") - before.count("CLOSE_WAIT"), 0),
         established=max(after.count("ESTABLISHED") - before.count("ESTABLISHED"), 0),
     )
+
+
+def runqueue_waits(pid: int, *, proc: Path = Path("/proc")) -> dict[int, float]:
+    """Seconds each thread of ``pid`` and its descendants has waited on a CPU run queue
+    since it started (the second field of ``schedstat``), by thread id; empty where the
+    kernel does not keep the figure or the process is gone."""
+    waits: dict[int, float] = {}
+    for process in (pid, *descendants(pid, proc=proc)):
+        try:
+            tids = os.listdir(proc / str(process) / "task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                fields = (proc / str(process) / "task" / tid / "schedstat").read_text().split()
+                waits[int(tid)] = int(fields[1]) / 1e9
+            except (OSError, IndexError, ValueError):
+                continue  # exited meanwhile, or no schedstat in this kernel
+    return waits
+
+
+def starved_s(before: dict[int, float], after: dict[int, float]) -> float | None:
+    """The longest any one thread waited for a CPU between two readings (a thread born
+    meanwhile counts from zero); None when the second reading is empty (unknown)."""
+    if not after:
+        return None
+    return max(wait - before.get(tid, 0.0) for tid, wait in after.items())

@@ -31,7 +31,7 @@ from typing import Any
 
 from harness import children
 from harness.environment import read_environment
-from harness.leaks import Leaks, leaks_between, snapshot
+from harness.leaks import Leaks, leaks_between, runqueue_waits, snapshot, starved_s
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
 from harness.posture import Posture, sampling
 from harness.scenario import Scenario
@@ -62,6 +62,8 @@ class Observed:
     not_run_is_mismatch: bool = False
     #: The client sockets' posture (``harness.posture.Posture``; None: not read).
     posture: Any = None
+    #: The longest a target thread waited for a CPU during the case (``harness.lateness``).
+    starved_s: float | None = None
 
 
 def observe_case(
@@ -116,11 +118,13 @@ def _run_in_child(
     leaks: Leaks | None = None
     started_t: float | None = None
     posture: Posture | None = None
+    starved: float | None = None
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
         child.wait_ready(time.monotonic() + plan.start_s)
         baseline = snapshot(child.pid)
+        waits = runqueue_waits(child.pid)
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
         with sampling(child.pid, net.server, net.base_url) as sampler:
@@ -133,6 +137,7 @@ def _run_in_child(
                 started_t = float(first["t"])
                 report = child.wait_result(started_t + plan.ceiling_s)
             sampler.sample("end")  # a hung call's held connection, before the kill
+            starved = starved_s(waits, runqueue_waits(child.pid))
         posture = sampler.result()
         if report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
@@ -161,6 +166,7 @@ def _run_in_child(
         started_t=started_t,
         stacks=stacks,
         posture=posture,
+        starved_s=starved,
     )
     return observed, reusable
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.environment import check_time_scale
+from harness.lateness import DEFAULT_VOID_RETRIES
 from harness.outcome import Expected
 from harness.scenario import Scenario
 from harness.targets import Target, allowed_targets, expectation_key, is_target, load_target
@@ -107,6 +108,9 @@ class RunSettings:
     wait_lanes: int = DEFAULT_WAIT_LANES
     #: Extra workers that take only expected hangs (``only_waits``).
     idle_lanes: int = DEFAULT_IDLE_LANES
+    #: Times a void case (the harness broke a timing promise: ``harness.lateness``) is
+    #: run again before it is reported void.
+    void_retries: int = DEFAULT_VOID_RETRIES
 
     def __post_init__(self) -> None:
         # normalised to a float: the one validator also takes the text of an option
@@ -117,7 +121,7 @@ class RunSettings:
             raise ValueError(
                 f"min_ceiling_s: {self.min_ceiling_s!r} is not valid; allowed: a number >= 0"
             )
-        for name in ("wait_lanes", "idle_lanes"):
+        for name in ("wait_lanes", "idle_lanes", "void_retries"):
             value = getattr(self, name)
             if not (isinstance(value, int) and 0 <= value <= 64):
                 raise ValueError(f"{name}: {value!r} is not valid; allowed: a whole number 0..64")

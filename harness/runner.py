@@ -29,6 +29,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from harness.case_result import CaseResult
@@ -98,6 +99,17 @@ def run_case(
     return result
 
 
+def _until_not_void(once: Callable[[], CaseResult], retries: int) -> CaseResult:
+    """Run a case (``once``) and again while the harness's own lateness voided it, at
+    most ``retries`` more times; the result says how many reruns it took."""
+    result = once()
+    reruns = 0
+    while result.void and reruns < retries:
+        reruns += 1
+        result = once()
+    return replace(result, reruns=reruns) if reruns else result
+
+
 def _judged(case: CasePlan, observed: Observed, settings: RunSettings) -> CaseResult:
     return judge_case(
         case, observed, keep_timeline=settings.keep_timeline, find_sentinel=_find_sentinel
@@ -140,15 +152,19 @@ def run_cases(
                     index, case = item
                     current = case.target
                     upcoming = queue.peek(lane, name, case.target)
-                    observed, reusable = observe_case(
-                        case,
-                        server=server,
-                        settings=settings,
-                        child=spares.for_case(case, upcoming, lane=lane),
-                        follow_up_url=follow_up.url_for(case),
-                    )
-                    spares.give_back(case, reusable)
-                    result = _judged(case, observed, settings)
+
+                    def once(case: CasePlan = case, upcoming: Any = upcoming) -> CaseResult:
+                        observed, reusable = observe_case(
+                            case,
+                            server=server,
+                            settings=settings,
+                            child=spares.for_case(case, upcoming, lane=lane),
+                            follow_up_url=follow_up.url_for(case),
+                        )
+                        spares.give_back(case, reusable)
+                        return _judged(case, observed, settings)
+
+                    result = _until_not_void(once, settings.void_retries)
                     with lock:
                         results[index] = result
                         if on_result is not None:

@@ -97,7 +97,8 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
     case whose expectation failed, a not-run one that CI requires included), leaky,
     unaccounted (the server saw requests the client does not account for), and per
     contract verdict ``pass``, ``safe``, ``fail``, and ``flaky`` (cases whose verdict
-    varied under ``--repeat``)."""
+    varied under ``--repeat``); void (the harness's own lateness voided every try of the
+    case) and reruns (runs again because an earlier try was void)."""
     run = [r for r in results if ran(r)]
     return {
         "cases": len(results),
@@ -115,6 +116,9 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "safe": sum(1 for r in run if verdict(r) == "safe"),
         "fail": sum(1 for r in run if verdict(r) == "fail"),
         "flaky": sum(1 for r in run if getattr(r, "flaky", False)),
+        # the harness broke a timing promise in every try (harness.lateness): no verdict
+        "void": sum(1 for r in run if getattr(r, "void", "")),
+        "reruns": sum(getattr(r, "reruns", 0) for r in run),
     }
 
 

@@ -163,10 +163,20 @@ def render_console(
                 if counts["unaccounted"]
                 else ""
             )
-            + (f", {counts['not_run']} not run" if counts["not_run"] else ""),
+            + (f", {counts['not_run']} not run" if counts["not_run"] else "")
+            + (f", {counts['reruns']} reruns of void cases" if counts["reruns"] else "")
+            + (f", {counts['void']} void" if counts["void"] else ""),
             style=style,
         )
     )
+    for r in results:
+        if getattr(r, "void", ""):
+            console.print(
+                Text(
+                    f"  VOID {r.scenario} [{r.target}] after {r.reruns + 1} tries: {r.void}",
+                    style="bold yellow",
+                )
+            )
     for reason in common.not_run_reasons(results):
         console.print(Text(f"  not run: {reason}", style="yellow"))
     if common.has_verdicts(results):

@@ -34,7 +34,10 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
         f"{mark} {counts['matched']}/{counts['gated']} cases as expected, "
         + (f"{counts['ungated']} judged by verdict only, " if counts["ungated"] else "")
         + f"{counts['mismatched']} mismatched, {counts['leaky']} with leaks"
-        + (f", {counts['not_run']} not run." if counts["not_run"] else "."),
+        + (f", {counts['not_run']} not run" if counts["not_run"] else "")
+        + (f", {counts['reruns']} reruns of void cases" if counts["reruns"] else "")
+        + (f", {counts['void']} void (the harness was late in every try)" if counts["void"] else "")
+        + ".",
     ]
     reasons = common.not_run_reasons(results)
     if reasons:
