@@ -13,3 +13,17 @@ def test_installed_workflow_is_the_copy_ci_github_keeps() -> None:
     source = ROOT / "ci" / "github" / "transport-gate.yml"
     installed = ROOT / ".github" / "workflows" / "transport-gate.yml"
     assert installed.read_bytes() == source.read_bytes()
+
+
+def test_every_built_in_target_is_gated_by_a_phase_of_ci() -> None:
+    # A target CI does not run can have its expectations rot unseen: each registered one
+    # is either the main job's (its default targets) or one `-t NAME` phase of .ci/run.
+    import re
+
+    from harness.planning import DEFAULT_TARGETS
+    from harness.targets import registered_targets
+
+    text = (ROOT / ".ci" / "run").read_text()
+    phased = set(re.findall(r"^phase .*? -t (\S+)", text, flags=re.MULTILINE))
+    assert 'phase "main job: harness run" bash ci/harness run\n' in text
+    assert set(registered_targets()) - set(DEFAULT_TARGETS) - phased == set()

@@ -1,14 +1,10 @@
 """Secret redaction for everything the live tier writes: output, logs, reports, errors.
 
-A :class:`Redactor` replaces, in any text:
-
-- every configured secret verbatim (the API key in use), and
-- anything shaped like a provider key: ``sk-...``, ``sk-or-v1-...``, ``sk-proj-...``,
-  ``sk-ant-...`` (16+ key characters after ``sk-``), and
-- the credential of an ``Authorization:`` / ``Proxy-Authorization:`` header or a
-  ``Bearer`` token, and the value of an ``api_key=`` / ``"api_key": "..."`` pair,
-
-with :data:`REDACTED`. :class:`RedactingFilter` is a ``logging.Filter`` that rewrites a
+A :class:`Redactor` holds the run's secrets and replaces them, and anything shaped like a
+key or a credential, through the one text redactor every path shares
+(:func:`harness.redaction.redact_text`: the record tier's cassettes and the run reports use
+the same one, so a secret one path redacts no other path can miss).
+:class:`RedactingFilter` is a ``logging.Filter`` that rewrites a
 record in place (message, args, formatted exception and stack text) so every handler after
 it sees only the redacted text; :func:`redacted_logging` installs the same rewrite for
 *every* record created while it is active (a record factory), because a filter on a
@@ -23,9 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import traceback
 from collections.abc import Iterable, Iterator
+
+from harness.redaction import MIN_SECRET_CHARS, REDACTED, redact_text
 
 __all__ = [
     "REDACTED",
@@ -33,22 +30,6 @@ __all__ = [
     "Redactor",
     "redacted_logging",
 ]
-
-REDACTED = "[REDACTED]"
-
-#: Secrets shorter than this are not redacted verbatim: replacing "ab" everywhere would
-#: shred the text and a key that short is not a real key anyway.
-MIN_SECRET_CHARS = 8
-
-_KEY_SHAPES = re.compile(
-    r"""
-    \bsk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}                     # sk-..., sk-or-v1-..., sk-proj-...
-    | (?<=\b[Bb]earer\ )\s*[^\s"',;]+                       # Bearer <token>
-    | (?i:(?<=authorization:\ )|(?<=authorization":\ "))[^\r\n"',]+  # Authorization: <x>
-    | (?i:(?<=api_key=)|(?<=api-key:\ )|(?<=api_key":\ ")|(?<=api_key':\ '))[^\s"',&]+
-    """,
-    re.VERBOSE,
-)
 
 
 class Redactor:
@@ -65,11 +46,7 @@ class Redactor:
 
     def redact(self, text: object) -> str:
         """``str(text)`` with every secret and key-shaped token replaced."""
-        out = text if isinstance(text, str) else str(text)
-        for secret in self._secrets:
-            if secret in out:
-                out = out.replace(secret, REDACTED)
-        return _KEY_SHAPES.sub(REDACTED, out)
+        return redact_text(text if isinstance(text, str) else str(text), self._secrets)
 
     def error_text(self, exc: BaseException) -> str:
         """``"Type: message"`` of ``exc`` and of its causes, redacted, for reports."""

@@ -8,8 +8,8 @@ What is removed from a recorded request:
 * in a JSON body, every field with such a name, at any depth (``max_tokens`` is not one:
   names are matched as whole words split on ``_``, ``-`` and case changes);
 * in the query string, every parameter with such a name (``?key=...``);
-* any remaining value shaped like a provider key (``sk-...``) or a ``Bearer`` token is
-  replaced with :data:`REDACTED`.
+* any remaining key-shaped value is replaced with :data:`REDACTED` by the one text
+  redactor every path shares (:func:`harness.redaction.redact_text`).
 
 The response body is kept byte-exact, except that any credential the request carried is
 masked with ``*`` of the same length wherever it appears (:func:`mask_secrets`), so
@@ -26,6 +26,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+# the one text redactor (harness.redaction), re-exported: callers of this tier keep it
+from harness.redaction import MIN_SECRET_CHARS, REDACTED, redact_text
+
 __all__ = [
     "REDACTED",
     "is_secret_name",
@@ -37,13 +40,9 @@ __all__ = [
     "secrets_of",
 ]
 
-REDACTED = "[REDACTED]"
-#: Credentials shorter than this are not masked in bodies (it would shred ordinary text).
-MIN_SECRET_CHARS = 8
 
 _SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "auth", "session"}
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
-_KEY_SHAPE = re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}|(?<=[Bb]earer )[^\s\"',;]+")
 _WORD_SPLIT = re.compile(r"[_\-\s.]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -59,13 +58,6 @@ def is_secret_name(name: str) -> bool:
         or joined in _SECRET_WORDS
         or "authorization" in words
     )
-
-
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with given secrets and key-shaped tokens replaced by :data:`REDACTED`."""
-    for secret in sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return _KEY_SHAPE.sub(REDACTED, text)
 
 
 def redact_headers(
