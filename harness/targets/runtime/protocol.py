@@ -161,11 +161,14 @@ def _fork_server(fd: int, *, stopped: Collection[int] = ()) -> bool:
 
     A child at its first ``ready`` has paid its start-up (imports, warm-up: ~1.7 s of CPU
     for an SDK client) and holds nothing a copy could share by mistake. Each ``fork``
-    message carries three descriptors (stdin, stdout, stderr of the new child); the
-    forked copy puts them where a freshly started child has its own and returns True
-    into :func:`serve`, which says ``ready`` to its runner as any child would. The server
-    answers each fork with ``{"pid": N}``, its children reaped by the kernel
-    (``SIGCHLD`` ignored). A child that cannot be copied safely (another thread, an open
+    message carries four descriptors (stdin, stdout, stderr of the new child, and the
+    write end of a pipe for its exit status); the forked copy puts the first three where
+    a freshly started child has its own and returns True into :func:`serve`, which says
+    ``ready`` to its runner as any child would. The server answers each fork with
+    ``{"pid": N}`` and reaps its children at ``SIGCHLD``, writing each one's exit code
+    (``os.waitstatus_to_exitcode``: negative for a signal) into its status pipe -- the
+    runner is not the parent, so this is the only way it learns that a child segfaulted.
+    A child that cannot be copied safely (another thread, an open
     socket or event descriptor: :func:`unforkable`) says why and the server ends; so
     does the server when the runner closes its end. ``stopped``: the OS thread ids of the
     threads ``before_fork`` joined. Returns False in the server."""
@@ -178,22 +181,46 @@ def _fork_server(fd: int, *, stopped: Collection[int] = ()) -> bool:
     if problem is not None:
         sock.close()
         return False
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    statuses: dict[int, int] = {}  # forked pid -> its status pipe's write end
+
+    def reap(_signum: int, _frame: Any) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            fd = statuses.pop(pid, None)
+            if fd is not None:
+                try:
+                    os.write(fd, str(os.waitstatus_to_exitcode(status)).encode())
+                except OSError:
+                    pass  # the runner closed its end: nobody is asking
+                os.close(fd)
+
+    signal.signal(signal.SIGCHLD, reap)
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 3)
+            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 4)
         except OSError:
             data, fds = b"", []
-        if not data or len(fds) != 3:
+        if not data or len(fds) != 4:
             for extra in fds:
                 os.close(extra)
             sock.close()
             return False
+        # blocked until the pid is in ``statuses``: a child that exits at once is reaped
+        # with its pipe known
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             sock.close()
-            child_stdin, child_stdout, child_stderr = fds
+            for sibling in statuses.values():  # a sibling's status is not this child's
+                os.close(sibling)
+            child_stdin, child_stdout, child_stderr, _status = fds
             os.dup2(child_stdin, 0)
             os.dup2(child_stderr, 2)
             os.dup2(child_stderr, 1)  # as claim_stdout left it: prints go to stderr
@@ -201,7 +228,9 @@ def _fork_server(fd: int, *, stopped: Collection[int] = ()) -> bool:
             for extra in fds:
                 os.close(extra)
             return True
-        for extra in fds:
+        statuses[pid] = fds[3]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for extra in fds[:3]:
             os.close(extra)
         sock.send(json.dumps({"pid": pid}).encode())
 
