@@ -13,6 +13,7 @@ import argparse
 import fnmatch
 import importlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -260,12 +261,16 @@ def time_scale(args: argparse.Namespace) -> float:
 def run_with_progress(
     cases: Sequence[Any], settings: Any, *, quiet: bool, label: str = "running"
 ) -> list[Any]:
-    """Run ``cases`` with a transient progress bar on stderr (none with ``quiet``)."""
+    """Run ``cases`` with a transient progress bar on stderr (none with ``quiet``); first
+    the run's one line when its children run without cgroups (``harness.cgroups.note``)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness.cgroups import note
     from harness.runner import run_cases
 
+    if (line := note()) is not None:
+        print(line, file=sys.stderr)
     if quiet:
         return run_cases(cases, settings=settings)
     with Progress(
