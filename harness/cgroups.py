@@ -244,6 +244,12 @@ def _remove_tree(path: str) -> None:
 
 
 def _remove_own(found: Layout, own: str) -> None:
+    """At exit: end what is left in this process's groups (a child never stopped, and
+    what it started), then remove them."""
+    if found.unified is not None and os.path.isdir(f"{found.unified}/{own}"):
+        for entry in os.scandir(f"{found.unified}/{own}"):
+            if entry.is_dir():
+                ChildGroup(entry.path, None, False, None).end(wait_s=1.0)
     for parent in {found.unified, found.memory} - {None}:
         _remove_tree(f"{parent}/{own}")
 

@@ -178,3 +178,25 @@ def test_a_process_that_joins_its_owners_groups_outlives_the_child_group():
         assert f"/harness-{os.getpid()}/" not in Path(f"/proc/{kept}/cgroup").read_text()
     finally:
         os.kill(kept, 9)
+
+
+@needs_groups
+@pytest.mark.timeout(60)
+def test_a_child_never_stopped_and_its_sleeper_end_with_the_run():
+    # a runner that exits with a child it never stopped (killed mid-case, a bug): the
+    # process's own groups are ended at exit, so the detached sleeper goes with them
+    program = (
+        "import subprocess, sys\n"
+        "from harness.cgroups import ChildGroup, shim\n"
+        "group = ChildGroup.create(None)\n"
+        "shell = 'setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!'\n"
+        "done = subprocess.run(shim(group.procs_files, ['sh', '-c', shell]), capture_output=True)\n"
+        "print(int(done.stdout), flush=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    sleeper = int(done.stdout)
+    assert _state(sleeper) in (None, "Z", "X"), f"sleeper {sleeper} outlived its run"
