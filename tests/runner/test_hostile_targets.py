@@ -26,26 +26,22 @@ def settings(*, fork: bool = True) -> RunSettings:
     return RunSettings(time_scale=0.02, min_ceiling_s=2.0, environ=environ)
 
 
-def run(name: str, *, fork: bool = True):
+def run(server, name: str, *, fork: bool = True):
+    """One case of hostile target ``name``; asserts that it left no process and no group
+    behind (compared with before it: another test's child in this worker is not its)."""
     scenario = scenario_from_dict(
         {"name": name.lower(), "summary": name, "ceiling_s": 10, "expected": {}}
     )
-    return run_case(scenario, f"{TARGETS}:{name}", server=SERVER[0], settings=settings(fork=fork))
-
-
-SERVER: list = []
-
-
-@pytest.fixture(autouse=True)
-def _server(server):
-    SERVER[:] = [server]
-    yield
-    SERVER.clear()
+    processes, groups = set(in_our_groups()), set(child_groups())
+    result = run_case(scenario, f"{TARGETS}:{name}", server=server, settings=settings(fork=fork))
+    assert set(in_our_groups()) <= processes, "a process of the case outlived it"
+    assert set(child_groups()) <= groups, "the case's cgroup outlived it"
+    return result
 
 
 def in_our_groups() -> list[int]:
-    """Every live process in a child group of this process (read from /proc, not from
-    the group: a process that escaped its group would be missed there)."""
+    """Every live process whose ``/proc/PID/cgroup`` names a child group of this process
+    (each process's own record, not the group's list, which the code under test reads)."""
     mark = f"/harness-{os.getpid()}/"
     found = []
     for entry in os.scandir("/proc"):
@@ -76,37 +72,33 @@ def child_groups() -> list[str]:
 
 
 @pytest.mark.timeout(60)
-def test_setsid_grandchild_is_a_process_leak_and_ends_with_the_case():
-    result = run("SetsidSleeper")
+def test_setsid_grandchild_is_a_process_leak_and_ends_with_the_case(server):
+    result = run(server, "SetsidSleeper")
     stray = result.details["stray_pid"]
     assert result.outcome.kind == "ok", result.message
     assert result.leaks is not None and result.leaks.processes == 1, result.leaks
     assert "processes=1" in str(result.leaks)
     assert is_zombie(stray), f"the setsid sleeper {stray} outlived its case"
-    assert in_our_groups() == [] and child_groups() == []
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
-def test_a_4gib_allocation_is_target_resources_not_hung(fork):
-    result = run("MemoryHog", fork=fork)
+def test_a_4gib_allocation_is_target_resources_not_hung(server, fork):
+    result = run(server, "MemoryHog", fork=fork)
     assert result.outcome.label == "error(TargetResources)", result.message
     assert f"memory limit ({256 << 20} bytes)" in result.outcome.detail
     assert "clean_error" in result.failed_checks  # a runaway target, not a reported fault
-    assert in_our_groups() == [] and child_groups() == []
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
-def test_a_segfault_names_its_signal(fork):
-    result = run("Segfault", fork=fork)
+def test_a_segfault_names_its_signal(server, fork):
+    result = run(server, "Segfault", fork=fork)
     assert result.outcome.label == "error(TargetCrashed)", result.message
     assert "killed by SIGSEGV" in result.outcome.detail, result.outcome.detail
-    assert in_our_groups() == [] and child_groups() == []
 
 
 @pytest.mark.timeout(60)
-def test_sigterm_ignored_hang_and_its_grandchild_end_at_the_ceiling():
-    result = run("IgnoresTerm")
+def test_sigterm_ignored_hang_and_its_grandchild_end_at_the_ceiling(server):
+    result = run(server, "IgnoresTerm")
     assert result.outcome.kind == "hung", result.message
-    assert in_our_groups() == [] and child_groups() == []
