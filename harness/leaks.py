@@ -58,10 +58,14 @@ class Leaks:
     threads: int
     close_wait: int
     established: int
+    #: Processes the child started that are still there (its cgroup, ``harness.cgroups``:
+    #: a ``setsid`` grandchild is no descendant any more); 0 in reports made before it.
+    processes: int = 0
 
     @property
     def total(self) -> int:
-        return max(self.fds, 0) + max(self.threads, 0) + self.close_wait + self.established
+        growth = max(self.fds, 0) + max(self.threads, 0)
+        return growth + self.close_wait + self.established + self.processes
 
     def to_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)

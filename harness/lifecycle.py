@@ -26,7 +26,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness import children
@@ -125,6 +125,8 @@ def _run_in_child(
         child.wait_ready(time.monotonic() + plan.start_s)
         baseline = snapshot(child.pid)
         waits = runqueue_waits(child.pid)
+        # what the child keeps by design (a gateway started in prepare()) is no leak
+        baseline_strays = child.strays()
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
         with sampling(child.pid, net.server, net.base_url) as sampler:
@@ -141,9 +143,10 @@ def _run_in_child(
         posture = sampler.result()
         if report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
+            report = _resources_report(child)  # read before the kill removes the group
             child.kill()
         else:
-            leaks = _settled_leaks(child.pid, baseline)
+            leaks = _settled_leaks(child, baseline, baseline_strays)
             if children.keeps(plan, report, leaks):
                 reusable = child
             else:
@@ -152,8 +155,8 @@ def _run_in_child(
         child.kill()
         report = {
             "status": "crashed",
-            "error": "TargetCrashed",
-            "mro": ["TargetCrashed"],
+            "error": exc.error,
+            "mro": [exc.error],
             "message": str(exc)[-500:],
         }
     timeline = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in net.server.timeline()]
@@ -260,13 +263,35 @@ def _missing_unlocked(backend: str) -> str | None:
     return None
 
 
-def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:
-    """Leaks after the call; re-read a few times (bounded) so a thread or socket that is
-    already on its way out is not counted. A real leak survives every read."""
-    leaks = leaks_between(baseline, snapshot(pid))
+def _resources_report(child: TargetProcess) -> dict[str, Any] | None:
+    """A hung child's report when the kernel killed part of it at its memory limit (the
+    call then waited on what died): the limit, not the client, ended the case."""
+    kills = child.oom_kills()
+    if not kills:
+        return None
+    limit = child.group.memory_max if child.group is not None else None
+    return {
+        "status": "crashed",
+        "error": "TargetResources",
+        "mro": ["TargetResources"],
+        "message": f"{child.target} child hung after the kernel killed {kills} process(es) "
+        f"of it at its memory limit ({limit} bytes)",
+    }
+
+
+def _settled_leaks(child: TargetProcess, baseline: Any, before: set[int]) -> Leaks | None:
+    """Leaks after the call; re-read a few times (bounded) so a thread, socket or process
+    that is already on its way out is not counted. A real leak survives every read."""
+    leaks = _leaks_now(child, baseline, before)
     for _ in range(LEAK_SETTLE_READS):
         if leaks is None or leaks.total == 0:
             break
         time.sleep(LEAK_SETTLE_S)  # a measurement grace, not synchronisation
-        leaks = leaks_between(baseline, snapshot(pid))
+        leaks = _leaks_now(child, baseline, before)
     return leaks
+
+
+def _leaks_now(child: TargetProcess, baseline: Any, before: set[int]) -> Leaks | None:
+    leaks = leaks_between(baseline, snapshot(child.pid))
+    processes = len(child.strays() - before)
+    return leaks if leaks is None or not processes else replace(leaks, processes=processes)

@@ -18,7 +18,10 @@ previous case runs; a target whose children serve one job each, like hermes, get
 next child started during the current case). A child whose case returned or raised and
 left no leak is reused for the next case of its target (``reuse_children``); a hung or
 leaky one never is. The work happens in the child processes, so the cases spread over
-cores; the threads only wait on pipes.
+cores; the threads only wait on pipes. A general or wait lane starts its next case
+through the run's :class:`~harness.cpu_load.Throttle`: beyond one case per CPU, only
+while the CPUs are not starved (measured: the kernel's CPU pressure), so the run's own
+load does not become the lateness its cases are judged by; idle lanes only wait.
 
 Not here: scenario parsing (``harness.scenario``), rendering (``harness.report``).
 """
@@ -34,6 +37,7 @@ from typing import Any
 
 from harness.case_result import CaseResult
 from harness.children import STARTING_AT_ONCE, Spares
+from harness.cpu_load import Throttle
 from harness.judge import judge_case
 from harness.lifecycle import Observed, observe_case
 from harness.planning import (
@@ -122,6 +126,7 @@ def run_cases(
     settings: RunSettings = _DEFAULT_SETTINGS,
     on_result: Callable[[CaseResult], None] | None = None,
     server_factory: Callable[[], Any] | None = None,
+    throttle: Throttle | None = None,
 ) -> list[CaseResult]:
     """Run ``cases`` on ``settings.jobs`` workers (plus ``settings.wait_lanes`` for long,
     waiting cases and ``settings.idle_lanes`` for expected hangs); results come back in
@@ -130,8 +135,11 @@ def run_cases(
 
     ``on_result`` is called (from a worker thread, under a lock) as each case finishes.
     ``server_factory`` builds a started fault server per worker (default: the embedded
-    ``harness.server.FaultServer`` on 127.0.0.1, any free port).
+    ``harness.server.FaultServer`` on 127.0.0.1, any free port). ``throttle`` holds
+    the general and wait lanes' next case while the CPUs are starved (default: one
+    measuring this machine; its ``summary()`` says what it did).
     """
+    throttle = throttle or Throttle()
     factory = server_factory or _default_server
     results: list[CaseResult | None] = [None] * len(cases)
     # Kinds, lanes and which case a worker takes next: ``harness.scheduling`` (a worker
@@ -145,32 +153,44 @@ def run_cases(
     def worker(lane: str, name: str) -> None:
         spares = Spares(settings, starting)  # this worker's children (harness.children)
         current: str | None = None
+        # an expected hang only waits: its lane never adds to the CPU's queue
+        throttled = throttle if lane != "idle" else None
         try:
             with factory() as server, contextlib.ExitStack() as stack:
                 follow_up = _FollowUp(stack, factory)
-                while (item := queue.take(lane, name, current)) is not None:
-                    index, case = item
-                    current = case.target
-                    upcoming = queue.peek(lane, name, case.target)
+                while True:
+                    if throttled is not None:
+                        throttled.admit()
+                    try:
+                        if (item := queue.take(lane, name, current)) is None:
+                            break
+                        index, case = item
+                        current = case.target
+                        upcoming = queue.peek(lane, name, case.target)
 
-                    def once(case: CasePlan = case, upcoming: Any = upcoming) -> CaseResult:
-                        observed, reusable = observe_case(
-                            case,
-                            server=server,
-                            settings=settings,
-                            child=spares.for_case(case, upcoming, lane=lane),
-                            follow_up_url=follow_up.url_for(case),
-                        )
-                        spares.give_back(case, reusable)
-                        return _judged(case, observed, settings)
+                        def once(case: CasePlan = case, upcoming: Any = upcoming) -> CaseResult:
+                            observed, reusable = observe_case(
+                                case,
+                                server=server,
+                                settings=settings,
+                                child=spares.for_case(case, upcoming, lane=lane),
+                                follow_up_url=follow_up.url_for(case),
+                            )
+                            spares.give_back(case, reusable)
+                            return _judged(case, observed, settings)
 
-                    result = _until_not_void(once, settings.void_retries)
+                        # a void case's reruns hold the same admission as its first try
+                        result = _until_not_void(once, settings.void_retries)
+                    finally:
+                        if throttled is not None:
+                            throttled.release()
                     with lock:
                         results[index] = result
                         if on_result is not None:
                             on_result(result)
         except BaseException as exc:  # reported to the caller after the other workers stop
             queue.stop()
+            throttle.stop()
             with lock:
                 errors.append(exc)
         finally:

@@ -13,6 +13,7 @@ import argparse
 import fnmatch
 import importlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -260,14 +261,31 @@ def time_scale(args: argparse.Namespace) -> float:
 def run_with_progress(
     cases: Sequence[Any], settings: Any, *, quiet: bool, label: str = "running"
 ) -> list[Any]:
-    """Run ``cases`` with a transient progress bar on stderr (none with ``quiet``)."""
+    """Run ``cases`` with a transient progress bar on stderr (none with ``quiet``); first
+    the run's one line when its children run without cgroups (``harness.cgroups.note``),
+    and the run's workers before and after (``harness.cpu_load.Throttle``)."""
+    from harness.cgroups import note
+    from harness.cpu_load import Throttle
+
+    if (line := note()) is not None:
+        print(line, file=sys.stderr)
+    throttle = Throttle()
+    print(throttle.describe(settings.jobs), file=sys.stderr)
+    results = _run_with_progress(cases, settings, quiet=quiet, label=label, throttle=throttle)
+    print(throttle.summary(), file=sys.stderr)
+    return results
+
+
+def _run_with_progress(
+    cases: Sequence[Any], settings: Any, *, quiet: bool, label: str, throttle: Any
+) -> list[Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.runner import run_cases
 
     if quiet:
-        return run_cases(cases, settings=settings)
+        return run_cases(cases, settings=settings, throttle=throttle)
     with Progress(
         TextColumn(f"[bold]{label}"),
         BarColumn(),
@@ -287,7 +305,7 @@ def run_with_progress(
                 description=f"{result.scenario} [{result.target}] {result.outcome.label}{mark}",
             )
 
-        return run_cases(cases, settings=settings, on_result=on_result)
+        return run_cases(cases, settings=settings, on_result=on_result, throttle=throttle)
 
 
 def out_console() -> Any:

@@ -83,6 +83,9 @@ CHECKS = (
 UNCLEAN_ERRORS = frozenset(
     {
         "TargetCrashed",
+        # killed by the kernel at the child's memory limit: the target ran away, it did
+        # not report the fault
+        "TargetResources",
         "UnknownError",
         "AssertionError",
         "AttributeError",

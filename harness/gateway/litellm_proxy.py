@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness import cgroups
 from harness.gateway.legs import JobLegs
 
 __all__ = [
@@ -327,12 +328,14 @@ def _spawn(
     *,
     stdin: int,
     stderr: Any = None,
+    join: Sequence[str] = (),
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``python -m harness.gateway.litellm_main ARGS`` in a session of its own
     (``setsid -f``: re-parented, so outside the target child's process tree), and the
     master key it was given; its stderr is this process's unless ``stderr`` says
     otherwise. The proxy refuses to start without a master key (an unauthenticated
-    proxy): a fresh random one is made here and handed over in the environment."""
+    proxy): a fresh random one is made here and handed over in the environment.
+    ``join``: ``cgroup.procs`` files it joins first (``harness.cgroups.shim``)."""
     master_key = "sk-" + secrets.token_hex(32)
     child_env = {
         **env,
@@ -340,8 +343,9 @@ def _spawn(
         "PYTHONUNBUFFERED": "1",
         "LITELLM_MASTER_KEY": master_key,
     }
+    argv = ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main", *args]
     popen = subprocess.Popen(
-        ["setsid", "-f", str(python), "-m", "harness.gateway.litellm_main", *args],
+        cgroups.shim(join, argv) if join else argv,
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -358,8 +362,11 @@ def _start_pooled(
     args = ("--listen", str(path), "--owner", str(owner))
     # Its own log, not the starter's stderr: the gateway outlives the child that started
     # it, and a pipe it kept open would keep the child's reader waiting for EOF.
+    # The runner's cgroups, not the starting child's: ending that child's case (its
+    # group) must not end the gateway the run's later children lease.
+    join = cgroups.owner_procs_files(owner)
     with open(path.with_suffix(".log"), "ab") as log:
-        popen, _ = _spawn(python, env, args, stdin=subprocess.DEVNULL, stderr=log)
+        popen, _ = _spawn(python, env, args, stdin=subprocess.DEVNULL, stderr=log, join=join)
     assert popen.stdout is not None
     starter = Gateway(popen.stdout.fileno(), lambda data: None, [popen.stdout.close])
     try:

@@ -85,6 +85,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from harness.cgroups import DEFAULT_CHILD_MEMORY_MAX
+
 __all__ = [
     "DEFAULT_API_KEY",
     "CallResult",
@@ -236,6 +238,10 @@ class Target(ABC):
     #: written for the target itself is taken as written); the contract's verdict still
     #: counts what the server saw.
     requests_per_request: ClassVar[int] = 1
+    #: The child's memory limit in bytes, every process it starts included (a cgroup:
+    #: ``harness.cgroups``); reaching it is the case's ``error(TargetResources)``.
+    #: None: no limit.
+    memory_max: ClassVar[int | None] = DEFAULT_CHILD_MEMORY_MAX
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0

@@ -18,9 +18,10 @@ copied (``Target.forkable``, e.g. hermes keeps a thread), the server refused
 (one per command and environment, shared by every run in it) and end when it does:
 their socket closes.
 
-A forked child is not the runner's child: it is waited for through a pidfd and its
-exit status is not known (the server's kernel reaps it). Linux only (pidfd, /proc);
-elsewhere nothing is forked.
+A forked child is not the runner's child: it is waited for through a pidfd, and its
+exit status comes from the server that reaped it, through a pipe of its own (a
+segfault is named, not "code not known"). Linux only (pidfd, /proc); elsewhere nothing
+is forked.
 
 Not here: the server's side (``harness.targets.runtime.protocol``), starting a child
 (``harness.targets.runtime.process``).
@@ -57,22 +58,28 @@ DEFAULT_FORK_SERVER_START_S = 60.0
 DEFAULT_MAX_FORK_SERVERS = 8
 #: How long one fork may take to be answered.
 _FORK_ANSWER_S = 10.0
+#: How long the server may take to report a gone child's exit code (it reaps at SIGCHLD).
+_STATUS_WAIT_S = 2.0
 
 
 class ForkedProcess:
     """A forked child as ``TargetProcess`` uses a ``Popen``: pid, pipes, poll, wait, kill.
 
-    ``returncode`` is 0 once the child is gone (its real status went to the kernel)."""
+    ``returncode`` is the exit code the server reaped (negative: the signal), or 0 with
+    ``exit_known`` False when the server did not say in :data:`_STATUS_WAIT_S`."""
 
-    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes], status_fd: int) -> None:
         self.pid = pid
         self.stdin = stdin
         self.stdout = stdout
         self.returncode: int | None = None
+        self.exit_known = False
+        self._status_fd = status_fd
         try:
             self._pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:  # gone (and reaped) before we looked
-            self._pidfd, self.returncode = None, 0
+            self._pidfd = None
+            self._gone()
 
     def poll(self) -> int | None:
         return self._wait(0.0)
@@ -97,8 +104,25 @@ class ForkedProcess:
             ready, _, _ = select.select([self._pidfd], [], [], timeout)
             if ready:
                 os.close(self._pidfd)
-                self._pidfd, self.returncode = None, 0
+                self._pidfd = None
+                self._gone()
         return self.returncode
+
+    def _gone(self) -> None:
+        """Read the exit code the server writes when it reaps the child (bounded: the
+        server may itself be gone, then the pipe ends empty)."""
+        data = b""
+        deadline = time.monotonic() + _STATUS_WAIT_S
+        while (remaining := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self._status_fd], [], [], remaining)
+            chunk = os.read(self._status_fd, 64) if ready else b""
+            if not chunk:
+                break
+            data += chunk
+        os.close(self._status_fd)
+        text = data.decode("ascii", "replace").strip()
+        self.exit_known = text.lstrip("-").isdigit()
+        self.returncode = int(text) if self.exit_known else 0
 
 
 class ForkServer:
@@ -141,22 +165,24 @@ class ForkServer:
         server is gone."""
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
+        status_r, status_w = os.pipe()
         try:
             with self._lock:
-                socket.send_fds(self._sock, [b"fork"], [in_r, out_w, stderr.fileno()])
+                socket.send_fds(self._sock, [b"fork"], [in_r, out_w, stderr.fileno(), status_w])
                 answer = _receive(self._sock, time.monotonic() + _FORK_ANSWER_S)
         except BaseException:
-            for fd in (in_w, out_r):
+            for fd in (in_w, out_r, status_r):
                 os.close(fd)
             raise
         finally:
             os.close(in_r)
             os.close(out_w)
+            os.close(status_w)
         if answer is None or not isinstance(answer.get("pid"), int):
-            os.close(in_w)
-            os.close(out_r)
+            for fd in (in_w, out_r, status_r):
+                os.close(fd)
             raise OSError(f"the fork server answered {answer!r}")
-        return ForkedProcess(answer["pid"], os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"))
+        return ForkedProcess(answer["pid"], os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"), status_r)
 
     def close(self) -> None:
         self._sock.close()  # the server's recv sees the end and it exits

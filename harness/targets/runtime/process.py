@@ -5,14 +5,20 @@ Every wait takes an absolute ``time.monotonic()`` deadline and blocks in ``selec
 the child's stdout, so a hung child costs nothing while the runner waits for it and is
 stopped with SIGKILL at the runner's ceiling.
 
+Each child runs in a cgroup of its own where the machine has them (``harness.cgroups``):
+stopping it ends every process it started, however detached, and a child the kernel
+killed at its memory limit fails as ``TargetResources``, not as a crash.
+
 Not here: the protocol's child side (``harness.targets.runtime.child``) or outcomes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,29 +27,55 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cgroups import ChildGroup, shim
 from harness.environment import read_environment, scrubbed
 from harness.targets import load_target
 from harness.targets.runtime.forking import ForkedProcess, fork_child
 from harness.targets.runtime.preflight import child_python, with_python
 
-__all__ = ["ChildFailed", "TargetProcess"]
+__all__ = ["ChildFailed", "TargetProcess", "exit_text"]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class ChildFailed(RuntimeError):
-    """The child died or broke the protocol; carries the tail of its stderr."""
+    """The child died or broke the protocol; carries the tail of its stderr.
+
+    ``error`` names the failure for the case's report: ``TargetCrashed``, or
+    ``TargetResources`` when the kernel killed the child at its memory limit."""
+
+    def __init__(self, message: str, *, error: str = "TargetCrashed") -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def exit_text(returncode: int | None, *, known: bool = True) -> str:
+    """How a child ended, for a message: ``code 3``, ``killed by SIGSEGV``."""
+    if not known or returncode is None:
+        return "code not known"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"code {returncode}"
 
 
 class TargetProcess:
     """One target child. Use :meth:`spawn`, then ``wait_ready``, ``run``, ``wait_result``."""
 
     def __init__(
-        self, target: str, popen: subprocess.Popen[bytes] | ForkedProcess, stderr_file: Any
+        self,
+        target: str,
+        popen: subprocess.Popen[bytes] | ForkedProcess,
+        stderr_file: Any,
+        group: ChildGroup | None = None,
     ) -> None:
         self.target = target
         self._popen = popen
         self._stderr = stderr_file
+        #: the child's cgroup (None: none on this machine, or a fork server's own process)
+        self.group = group
         self._buffer = b""
         self._selector = selectors.DefaultSelector()
         assert popen.stdout is not None
@@ -79,15 +111,38 @@ class TargetProcess:
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         stderr_file = tempfile.TemporaryFile()
-        if not command_prefix and target_cls.forkable and read_environment(environ).fork_children:
+        group = ChildGroup.create(target_cls.memory_max)
+        try:
+            if (
+                not command_prefix
+                and target_cls.forkable
+                and read_environment(environ).fork_children
+            ):
 
-            def start_server(pass_fds: Sequence[int]) -> TargetProcess:
-                return cls._start(target, command, env, tempfile.TemporaryFile(), pass_fds)
+                def start_server(pass_fds: Sequence[int]) -> TargetProcess:
+                    return cls._start(target, command, env, tempfile.TemporaryFile(), pass_fds)
 
-            forked = fork_child(command, env, stderr_file, start_server)
-            if forked is not None:
-                return cls(target, forked, stderr_file)
-        return cls._start(target, [*command_prefix, *command], env, stderr_file, ())
+                forked = fork_child(command, env, stderr_file, start_server)
+                if forked is not None:
+                    process = cls(target, forked, stderr_file, group)
+                    try:
+                        if group is not None:  # before its first job: nothing started yet
+                            group.add(forked.pid)
+                    except OSError:
+                        process.kill()
+                        raise
+                    return process
+            full = [*command_prefix, *command]
+            if group is not None:
+                # as Popen would: behind the shim a missing program is an exit code 127
+                if shutil.which(full[0], path=env.get("PATH")) is None:
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), full[0])
+                full = shim(group.procs_files, full)
+            return cls._start(target, full, env, stderr_file, (), group)
+        except BaseException:
+            if group is not None:
+                group.end()
+            raise
 
     @classmethod
     def _start(
@@ -97,6 +152,7 @@ class TargetProcess:
         env: Mapping[str, str],
         stderr_file: Any,
         pass_fds: Sequence[int],
+        group: ChildGroup | None = None,
     ) -> TargetProcess:
         popen = subprocess.Popen(
             list(command),
@@ -107,7 +163,7 @@ class TargetProcess:
             close_fds=True,
             pass_fds=tuple(pass_fds),
         )
-        return cls(target, popen, stderr_file)
+        return cls(target, popen, stderr_file, group)
 
     def send_command(self, message: Mapping[str, Any]) -> None:
         """Write one command line to the child (``run`` has :meth:`run`)."""
@@ -149,7 +205,16 @@ class TargetProcess:
             self._popen.wait(timeout=max(deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             self.kill()
+        self._end_group()  # what it started and left behind goes with it
         self._cleanup()
+
+    def strays(self) -> set[int]:
+        """The processes in the child's group besides the child (empty: no group)."""
+        return set() if self.group is None else set(self.group.pids()) - {self.pid}
+
+    def oom_kills(self) -> int:
+        """Processes of the child's group the kernel killed at its memory limit."""
+        return 0 if self.group is None else self.group.oom_kills()
 
     def dump_stacks(self, *, wait_s: float = 0.2) -> str:
         """Ask a live child for every thread's stack (SIGUSR1) and return what it printed."""
@@ -161,11 +226,17 @@ class TargetProcess:
         return self.stderr_tail(1 << 20)[before:]
 
     def kill(self) -> None:
-        """SIGKILL and reap: the runner's outer ceiling."""
+        """SIGKILL and reap, the child and every process in its group: the runner's
+        outer ceiling."""
+        self._end_group()
         if self._popen.poll() is None:
             self._popen.kill()
         self._popen.wait()
         self._cleanup()
+
+    def _end_group(self) -> None:
+        if self.group is not None:
+            self.group.end()
 
     def stderr_tail(self, limit: int = 2000) -> str:
         try:
@@ -222,12 +293,16 @@ class TargetProcess:
             chunk = os.read(fd, 65536)
             if not chunk:
                 self._popen.wait()
-                code = (
-                    "not known: forked"
-                    if isinstance(self._popen, ForkedProcess)
-                    else self._popen.returncode
-                )
-                raise ChildFailed(f"{self.target} child exited (code {code}): {self.stderr_tail()}")
+                known = not isinstance(self._popen, ForkedProcess) or self._popen.exit_known
+                how = exit_text(self._popen.returncode, known=known)
+                kills = self.oom_kills()
+                if kills and self.group is not None:
+                    raise ChildFailed(
+                        f"{self.target} child {how}: the kernel killed {kills} process(es) "
+                        f"of it at its memory limit ({self.group.memory_max} bytes)",
+                        error="TargetResources",
+                    )
+                raise ChildFailed(f"{self.target} child exited ({how}): {self.stderr_tail()}")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line

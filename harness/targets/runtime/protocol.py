@@ -26,6 +26,7 @@ or the parent side (``harness.targets.runtime.process``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -161,11 +162,12 @@ def _fork_server(fd: int, *, stopped: Collection[int] = ()) -> bool:
 
     A child at its first ``ready`` has paid its start-up (imports, warm-up: ~1.7 s of CPU
     for an SDK client) and holds nothing a copy could share by mistake. Each ``fork``
-    message carries three descriptors (stdin, stdout, stderr of the new child); the
-    forked copy puts them where a freshly started child has its own and returns True
-    into :func:`serve`, which says ``ready`` to its runner as any child would. The server
-    answers each fork with ``{"pid": N}``, its children reaped by the kernel
-    (``SIGCHLD`` ignored). A child that cannot be copied safely (another thread, an open
+    message carries four descriptors (the new child's stdin, stdout, stderr and a status
+    pipe); the forked copy puts the first three where a started child has its own and
+    returns True into :func:`serve`, which says ``ready`` as any child would. The server
+    answers ``{"pid": N}``; at ``SIGCHLD`` it reaps the child and writes its exit code
+    (negative: a signal) into its status pipe: the runner, not its parent, learns a
+    segfault only so. A child that cannot be copied safely (another thread, an open
     socket or event descriptor: :func:`unforkable`) says why and the server ends; so
     does the server when the runner closes its end. ``stopped``: the OS thread ids of the
     threads ``before_fork`` joined. Returns False in the server."""
@@ -178,30 +180,45 @@ def _fork_server(fd: int, *, stopped: Collection[int] = ()) -> bool:
     if problem is not None:
         sock.close()
         return False
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    statuses: dict[int, int] = {}  # forked pid -> its status pipe's write end
+
+    def reap(_signum: int, _frame: Any) -> None:
+        with contextlib.suppress(ChildProcessError):  # none left
+            while (found := os.waitpid(-1, os.WNOHANG))[0]:
+                if (status_fd := statuses.pop(found[0], None)) is not None:
+                    with contextlib.suppress(OSError):  # the runner stopped asking
+                        os.write(status_fd, str(os.waitstatus_to_exitcode(found[1])).encode())
+                    os.close(status_fd)
+
+    signal.signal(signal.SIGCHLD, reap)
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 3)
+            data, fds, _flags, _addr = socket.recv_fds(sock, 4096, 4)
         except OSError:
             data, fds = b"", []
-        if not data or len(fds) != 3:
+        if not data or len(fds) != 4:
             for extra in fds:
                 os.close(extra)
             sock.close()
             return False
+        # blocked until the pid is in ``statuses``: a child that exits at once is known
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             sock.close()
-            child_stdin, child_stdout, child_stderr = fds
+            child_stdin, child_stdout, child_stderr, _status = fds
             os.dup2(child_stdin, 0)
             os.dup2(child_stderr, 2)
             os.dup2(child_stderr, 1)  # as claim_stdout left it: prints go to stderr
             os.dup2(child_stdout, _PROTO_FD[0])
-            for extra in fds:
+            for extra in [*fds, *statuses.values()]:  # its siblings' status pipes too
                 os.close(extra)
             return True
-        for extra in fds:
+        statuses[pid] = fds[3]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for extra in fds[:3]:
             os.close(extra)
         sock.send(json.dumps({"pid": pid}).encode())
 
