@@ -178,7 +178,9 @@ def _print_table(report: dict[str, Any]) -> None:
     out.print(table)
     for target, s in report["targets"].items():
         sampled = len(s["connections"])
-        line = f"{target}: {s['posture']} ({sampled} connection(s) sampled"
+        line = f"{target}: {s['posture']}"
+        line += f"; not judged: {s['apart']}" if s.get("apart") else ""
+        line += f" ({sampled} connection(s) sampled"
         line += f"; {s['reason']})" if s["reason"] else ")"
         out.print(line, highlight=False, markup=False)
         if s.get("healthy_failed"):
