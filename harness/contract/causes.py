@@ -92,18 +92,23 @@ def reply_text(report: Mapping[str, Any] | None, *, secrets: Sequence[str] = ())
 def wire_attempts(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> int:
     """Model-call attempts that reached the server: each request to an API route it
     read (``records`` may hold every path; a probe such as ``GET /v1/models`` is no
-    attempt), plus one for each connection that carried no request head yet brought
-    bytes (an attempt a fault ate: an upload stalled before the head was whole), and
-    one for each model-call connection the server closed first (a client may have
-    written its next attempt onto it). A connection that carried only probes, or
-    nothing at all (an idle pre-opened one), is no attempt."""
+    attempt), plus one for each model-call connection the server closed first (a client
+    may have written its next attempt onto it), plus one for each connection that
+    carried no request head where that is an attempt a fault ate: bytes came that never
+    made a whole head (an upload stalled before it), or nothing came while the client
+    was abandoning model-call attempts (a request of the case cut by the client: a
+    deadline that fires between connect and write leaves just such a connection). A
+    connection that carried only probes is never an attempt, nor one that carried
+    nothing in a case whose client abandoned none (an idle pre-opened connection)."""
     calls = [r for r in records if getattr(r, "api", None) in APIS]
     with_request = {getattr(r, "connection", None) for r in records}
     with_call = {getattr(r, "connection", None) for r in calls}
     server = [e for e in timeline if e.get("source") is None and e.get("conn") is not None]
-    brought = {e["conn"] for e in server if int((e.get("detail") or {}).get("bytes_in") or 0)}
     headed = {e["conn"] for e in server if e.get("kind") == "request_head"}
-    eaten = brought - with_request - headed
+    headless = {e["conn"] for e in server} - with_request - headed
+    brought = {e["conn"] for e in server if int((e.get("detail") or {}).get("bytes_in") or 0)}
+    abandoning = bool(cut_by_peer(calls, server))
+    eaten = headless if abandoning else headless & brought
     return len(calls) + len(eaten) + len(_closed_by_server(server) & with_call)
 
 

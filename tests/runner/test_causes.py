@@ -107,6 +107,14 @@ def test_wire_attempts_on_a_recorded_timeline():
     ]
     # the call, the eaten attempt on conn 3, and one the client may have written onto 4
     assert wire_attempts(records, timeline) == 3
+    # a client abandoning attempts (its deadline cut request 4 before its response):
+    # then a connection it opened and closed before writing (conn 2) is an attempt too
+    cut = [
+        ev(6, "accepted", port=6),
+        {**ev(6, "request_head", path="/v1/chat/completions"), "request": 4},
+        ev(6, "peer_closed", bytes_in=300),
+    ]
+    assert wire_attempts([*records, rec(4, 6, "/v1/chat/completions", "chat")], timeline + cut) == 5
 
 
 def test_a_chain_is_bounded_cycle_safe_and_follows_cause_context_and_attempts():
