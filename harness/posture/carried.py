@@ -18,7 +18,10 @@ What a connection carried:
   ``/version``: an endpoint probe, often answered 404);
 - ``nothing``: the server accepted it and saw no request on it (an idle pre-opened
   connection, or one a fault ate before its head);
-- ``unknown``: not tied to any connection the server recorded in this case.
+- ``unknown``: not tied to any connection the server recorded in this case;
+- ``model_call_early``: a model call's, but its options were read before its first
+  request head reached the server -- perhaps between the client's connect and its
+  ``setsockopt`` (a retry connecting while a fault's sample is read): not judged.
 
 What is judged (``dead_peer_bound``, the posture line): the model-call connections;
 where none is tied, the unknown ones (a path that cannot be seen through is judged as
@@ -41,6 +44,7 @@ from harness.vocab.apis import api_of_path
 __all__ = [
     "CARRIED",
     "MODEL_CALL",
+    "MODEL_CALL_EARLY",
     "NOTHING",
     "PROBE",
     "carried_counts",
@@ -50,9 +54,12 @@ __all__ = [
 ]
 
 MODEL_CALL = "model_call"
+MODEL_CALL_EARLY = "model_call_early"
 PROBE = "probe"
 NOTHING = "nothing"
-CARRIED = (MODEL_CALL, PROBE, NOTHING, UNKNOWN)
+CARRIED = (MODEL_CALL, MODEL_CALL_EARLY, PROBE, NOTHING, UNKNOWN)
+#: Connections never judged: shown apart.
+_APART = (MODEL_CALL_EARLY, PROBE, NOTHING)
 
 
 def tie(
@@ -63,6 +70,7 @@ def tie(
     """Each of ``connections`` with what it carried (see the module docstring)."""
     server_conn_of = _server_conn_by_client_port(timeline)
     requests = _requests_by_conn(records)
+    first_head = _first_head_t(timeline)
     out = []
     for p in connections:
         conn = server_conn_of.get(_port(p.local))
@@ -71,7 +79,9 @@ def tie(
             continue
         carried = requests.get(conn, ())
         if any(api_of_path(path) is not None for _, path in carried):
-            kind = MODEL_CALL
+            head_t = first_head.get(conn)
+            early = p.read_t is not None and head_t is not None and p.read_t < head_t
+            kind = MODEL_CALL_EARLY if early else MODEL_CALL
         else:
             kind = PROBE if carried else NOTHING
         out.append(dataclasses.replace(p, carried=kind, server_conn=conn, requests=carried))
@@ -94,7 +104,7 @@ def judged(
     ones, else the untied ones; the probe and idle ones are always apart."""
     conns = list(connections)
     calls = [c for c in conns if c.carried == MODEL_CALL]
-    chosen = calls or [c for c in conns if c.carried not in (PROBE, NOTHING)]
+    chosen = calls or [c for c in conns if c.carried not in _APART]
     return chosen, [c for c in conns if c not in chosen]
 
 
@@ -134,6 +144,15 @@ def _server_conn_by_client_port(timeline: Sequence[Mapping[str, Any]]) -> dict[i
         upstream = relay_upstream.get(relay_conn)
         if upstream in direct:
             out[client_port] = direct[upstream]
+    return out
+
+
+def _first_head_t(timeline: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """When each server connection's first request head was read."""
+    out: dict[int, float] = {}
+    for e in timeline:
+        if e.get("source") is None and e.get("kind") == "request_head" and e.get("conn"):
+            out.setdefault(int(e["conn"]), float(e.get("t", 0.0)))
     return out
 
 

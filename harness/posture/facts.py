@@ -106,6 +106,9 @@ class SocketPosture:
     server_conn: int | None = None
     #: The server's index and path of each request it carried, in order.
     requests: tuple[tuple[int, str], ...] = ()
+    #: When the read its options come from began (``time.monotonic()``; None: unknown):
+    #: a read before the connection's first request may precede the client's setsockopt.
+    read_t: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -128,6 +131,7 @@ class SocketPosture:
             "carried": self.carried,
             "server_conn": self.server_conn,
             "requests": [{"index": i, "path": path} for i, path in self.requests],
+            "read_t": self.read_t,
         }
         if self.reason:
             out["reason"] = self.reason
@@ -167,6 +171,7 @@ class SocketPosture:
                 for r in data.get("requests") or ()
                 if isinstance(r, Mapping)
             ),
+            read_t=data.get("read_t"),
         )
 
 

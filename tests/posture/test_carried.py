@@ -3,6 +3,8 @@ a model call, an endpoint probe, nothing, or unknown (not tied); what is judged.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.contract.dead_peer import check_dead_peer
@@ -176,3 +178,18 @@ def test_a_probe_and_a_model_call_on_one_connection_make_it_a_model_call(path):
     records = [rec(1, 1, "/v1/models"), rec(2, 1, path)]
     [p] = tie([sock(1, 44000)], timeline, records)
     assert p.carried == "model_call" and [i for i, _ in p.requests] == [1, 2]
+
+
+def test_a_model_call_socket_read_before_its_request_came_is_not_judged():
+    """A retry's socket read while the client had connected but not yet set its options
+    (sampled at another connection's fault): "keepalive off" there is no fact of the
+    call. The same socket read after its request head is judged."""
+    early = dataclasses.replace(sock(4, 40004), read_t=2.05)  # the head came at 2.1
+    later = dataclasses.replace(sock(4, 40004, ON), read_t=2.2)
+    [p] = tie([early], TIMELINE, RECORDS)
+    assert p.carried == "model_call_early"
+    check = check_dead_peer("waiting", 120.0, [p])
+    assert check.status == "not_applicable" and "1 model-call-early" in check.reason
+    [q] = tie([later], TIMELINE, RECORDS)
+    assert q.carried == "model_call"
+    assert check_dead_peer("waiting", 120.0, [q]).status == "pass"
