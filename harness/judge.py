@@ -31,6 +31,7 @@ from harness.lateness import measure, void_reason
 from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
+from harness.posture.carried import tie_posture
 from harness.scenario import Scenario
 from harness.vocab.apis import APIS
 
@@ -73,7 +74,9 @@ def judge_case(
     elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
-    dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
+    # every sampled socket tied to what it carried (a model call, a probe, nothing)
+    posture = tie_posture(observed.posture, observed.timeline, observed.records)
+    dead_peer = judge_dead_peer(contract, posture) if ran else None
     facts = Facts(
         outcome=outcome,
         time_scale=time_scale,
@@ -91,7 +94,7 @@ def judge_case(
         # only where every attempt meets the server itself: a relay, proxy or kernel
         # path can keep one off its wire
         wire_attempts=(
-            wire_attempts(records, observed.timeline)
+            wire_attempts(observed.records, observed.timeline)
             if ran and scenario.backend == "server"
             else None
         ),
@@ -130,8 +133,8 @@ def judge_case(
         evidence=evidence_for(contract, facts, verdict.failed_checks),
         chain=cause_chain(report) if outcome.kind != "ok" else (),
         reply=reply_text(report),
-        posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
-        posture_unreadable=_unreadable(observed.posture),
+        posture=tuple(posture.to_list()) if posture is not None else (),
+        posture_unreadable=_unreadable(posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
     )
     result = _with_match(result, expected, observed)

@@ -4,12 +4,15 @@ For every ``-t`` target two cases on the embedded fault server, in real time
 (``time_scale`` 1): a healthy call made twice (connection reuse), and one call held
 open by a silent peer for ``--hold-s`` seconds (status and one event, then nothing).
 The options of every socket the target opened are read from the live sockets
-(``harness.posture``); the table shows keepalive (idle/interval x count),
+(``harness.posture``) and tied to what each carried (``harness.posture.carried``); the
+table shows the sockets that carried the model calls -- keepalive (idle/interval x count),
 TCP_USER_TIMEOUT, TCP_NODELAY, connection reuse, when the silent call gave up by
 itself (the target's read timeout or watchdog, where it fires within the hold), and
 the worst-case time to notice a silent dead peer this posture implies -- while
-waiting and with a request in flight (``harness.posture.facts``). "unknown" where the
-platform cannot say. ``--json FILE`` writes ``{"targets": {name: {...}}}``.
+waiting and with a request in flight (``harness.posture.facts``); endpoint probes and
+idle connections are counted apart, never judged. A healthy call that failed is shown
+as such in place of reuse. "unknown" where the platform cannot say. ``--json FILE``
+writes ``{"targets": {name: {...}}}``.
 
 Exit status 0; 2 on bad input (an unknown target, a bad ``--hold-s``, an unwritable
 ``--json``).
@@ -157,14 +160,16 @@ def _print_table(report: dict[str, Any]) -> None:
     ):
         table.add_column(name, overflow="fold")
     for target, s in report["targets"].items():
-        first = next((c for c in s["connections"] if c.get("call") == "silent"), None)
-        first = first or (s["connections"][0] if s["connections"] else None)
+        first = _shown(s["connections"])
+        failed = s.get("healthy_failed")
         table.add_row(
             target,
             _keepalive(first),
             _user_timeout(first),
             "unknown" if first is None else str(first.get("nodelay")),
-            {True: "yes", False: "no", None: "-"}[s["reuse"]],
+            f"healthy call failed: {failed}"
+            if failed
+            else {True: "yes", False: "no", None: "-"}[s["reuse"]],
             f"{s['gave_up_after_s']:g} s" if s["gave_up_after_s"] is not None else f"> {hold:g} s",
             _bound(s["known"], s["dead_peer_bound_s"], s["dead_peer_bound_by"], s["reason"]),
             _bound(s["in_flight_known"], s["in_flight_bound_s"], s["in_flight_bound_by"], ""),
@@ -173,9 +178,27 @@ def _print_table(report: dict[str, Any]) -> None:
     out.print(table)
     for target, s in report["targets"].items():
         sampled = len(s["connections"])
-        line = f"{target}: {s['posture']} ({sampled} connection(s) sampled"
+        line = f"{target}: {s['posture']}"
+        line += f"; not judged: {s['apart']}" if s.get("apart") else ""
+        line += f" ({sampled} connection(s) sampled"
         line += f"; {s['reason']})" if s["reason"] else ")"
         out.print(line, highlight=False, markup=False)
+        if s.get("healthy_failed"):
+            why = f"{target}: the healthy call failed ({s['outcomes']['healthy']}): reuse unknown"
+            out.print(why, highlight=False, markup=False)
+
+
+def _shown(conns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The connection a row shows: the silent call's model-call socket, else the
+    healthy call's, else any untied one; never a probe's or an idle one's."""
+    for carried in ("model_call", "unknown"):
+        for call in ("silent", "healthy"):
+            found = [
+                c for c in conns if c.get("call") == call and c.get("carried", "unknown") == carried
+            ]
+            if found:
+                return found[0]
+    return None
 
 
 def _keepalive(conn: dict[str, Any] | None) -> str:

@@ -7,9 +7,9 @@
   (:data:`MAX_CHAIN`, :data:`MAX_CHAIN_MESSAGE_CHARS`) and redacted
   (``harness.record.redact``: key-shaped tokens, Bearer credentials).
 - :func:`reply_text`: the text the call returned, bounded and redacted, for reports.
-- :func:`wire_attempts`: how many attempts reached the server's wire, for the
-  ``accounting`` check (a client that claims 3 attempts when 1 reached the server
-  counts retries it never made).
+- :func:`wire_attempts`: how many model-call attempts reached the server's wire, for
+  the ``accounting`` check (a client that claims 3 attempts when 1 reached the server
+  counts retries it never made); endpoint probes and idle connections are none.
 - :func:`cut_by_peer`: the requests whose connection the client closed before their
   response was done -- what a killed attempt looks like from the server's side.
 
@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.record.redact import redact_text
+from harness.vocab.apis import APIS
 
 __all__ = [
     "MAX_CHAIN",
@@ -89,13 +90,26 @@ def reply_text(report: Mapping[str, Any] | None, *, secrets: Sequence[str] = ())
 
 
 def wire_attempts(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> int:
-    """Attempts that reached the server: each LLM request it read, plus one for each
-    connection that carried none (a fault at accept, an upload stalled before the head)
-    or that the server closed (a client may have written its next attempt onto it)."""
+    """Model-call attempts that reached the server: each request to an API route it
+    read (``records`` may hold every path; a probe such as ``GET /v1/models`` is no
+    attempt), plus one for each model-call connection the server closed first (a client
+    may have written its next attempt onto it), plus one for each connection that
+    carried no request head where that is an attempt a fault ate: bytes came that never
+    made a whole head (an upload stalled before it), or nothing came while the client
+    was abandoning model-call attempts (a request of the case cut by the client: a
+    deadline that fires between connect and write leaves just such a connection). A
+    connection that carried only probes is never an attempt, nor one that carried
+    nothing in a case whose client abandoned none (an idle pre-opened connection)."""
+    calls = [r for r in records if getattr(r, "api", None) in APIS]
     with_request = {getattr(r, "connection", None) for r in records}
-    conns = {e.get("conn") for e in timeline if e.get("conn") is not None}
-    empty = {c for c in conns if c not in with_request}
-    return len(records) + len(empty) + len(_closed_by_server(timeline) & with_request)
+    with_call = {getattr(r, "connection", None) for r in calls}
+    server = [e for e in timeline if e.get("source") is None and e.get("conn") is not None]
+    headed = {e["conn"] for e in server if e.get("kind") == "request_head"}
+    headless = {e["conn"] for e in server} - with_request - headed
+    brought = {e["conn"] for e in server if int((e.get("detail") or {}).get("bytes_in") or 0)}
+    abandoning = bool(cut_by_peer(calls, server))
+    eaten = headless if abandoning else headless & brought
+    return len(calls) + len(eaten) + len(_closed_by_server(server) & with_call)
 
 
 def cut_by_peer(records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> list[Any]:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.posture.carried import carried_counts, judged
 from harness.posture.facts import (
     DEFAULT_TCP_RETRIES2,
     SocketPosture,
@@ -73,6 +74,8 @@ class DeadPeerCheck:
     reason: str = ""
     connections: int = 0
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: The sampled connections not judged, by what they carried ("2 probe, 1 nothing").
+    apart: str = ""
 
     @property
     def failed(self) -> bool:
@@ -88,6 +91,7 @@ class DeadPeerCheck:
             "by": self.by,
             "reason": self.reason,
             "connections": self.connections,
+            **({"apart": self.apart} if self.apart else {}),
         }
 
 
@@ -110,29 +114,47 @@ def check_dead_peer(
     unreadable: str = "",
     tcp_retries2: int = DEFAULT_TCP_RETRIES2,
 ) -> DeadPeerCheck:
-    """Judge the worst sampled connection's bound against ``limit_s`` (pure)."""
+    """Judge the worst bound of the connections that carried the model call (where
+    none is tied to the server's records: of every untied one) against ``limit_s``
+    (pure); probe and idle connections are counted apart, never judged."""
     if posture is None or unreadable:
         return DeadPeerCheck(
             "not_applicable", mode, limit_s, reason=unreadable or "posture was not read"
         )
-    conns = [p if isinstance(p, SocketPosture) else SocketPosture.from_dict(p) for p in posture]
+    sampled = [p if isinstance(p, SocketPosture) else SocketPosture.from_dict(p) for p in posture]
+    conns, others = judged(sampled)
+    apart = carried_counts(others)
     if not conns:
         why = "no client socket to the server was sampled"
-        return DeadPeerCheck("not_applicable", mode, limit_s, reason=why)
+        if apart:
+            why = f"no client socket that carried a model call was sampled (only {apart})"
+        return DeadPeerCheck("not_applicable", mode, limit_s, reason=why, apart=apart)
     bound = worst_bound(notice_bound(c, mode=mode, tcp_retries2=tcp_retries2) for c in conns)
     if not bound.known:
         return DeadPeerCheck(
-            "not_applicable", mode, limit_s, by=bound.by, reason=bound.why, connections=len(conns)
+            "not_applicable",
+            mode,
+            limit_s,
+            by=bound.by,
+            reason=bound.why,
+            connections=len(conns),
+            apart=apart,
         )
     ok = bound.seconds is not None and bound.seconds <= limit_s
     while_ = mode.replace("_", " ")
+    which = _which(conns)
     if bound.seconds is None:
-        reason = f"a dead peer while {while_} is never noticed (no keepalive); bound {limit_s:g} s"
-    else:
         reason = (
-            f"a dead peer while {while_} is noticed after {bound.seconds:g} s ({bound.by}); "
+            f"a dead peer while {while_} is never noticed (no keepalive on {which}); "
             f"bound {limit_s:g} s"
         )
+    else:
+        reason = (
+            f"a dead peer while {while_} is noticed after {bound.seconds:g} s ({bound.by}, "
+            f"{which}); bound {limit_s:g} s"
+        )
+    if apart:
+        reason += f"; not judged: {apart}"
     return DeadPeerCheck(
         "pass" if ok else "fail",
         mode,
@@ -141,6 +163,7 @@ def check_dead_peer(
         by=bound.by,
         reason=reason,
         connections=len(conns),
+        apart=apart,
     )
 
 
@@ -157,6 +180,13 @@ def judge_dead_peer(contract: Any, posture: Any) -> DeadPeerCheck | None:
         posture.connections,
         unreadable="" if posture.readable else posture.reason,
     )
+
+
+def _which(conns: Sequence[SocketPosture]) -> str:
+    """Which sockets the bound is of: the model-call ones, or every untied one."""
+    n = len(conns)
+    what = "model-call socket" if all(c.carried == "model_call" for c in conns) else "untied socket"
+    return f"the {what}" if n == 1 else f"the {n} {what}s"
 
 
 def _mode(scenario: Scenario) -> str | None:

@@ -10,6 +10,8 @@ kernel's view of it (state, pending timer, retransmissions, queues).
     facts.py     the data (``SocketPosture``) and what it implies (``notice_bound``): pure
     reader.py    one read of a process tree: /proc + pidfd_getfd + getsockopt
     sampler.py   the reads of one case, prompted by the server's timeline
+    carried.py   each socket tied by its port to what it carried (model call, probe,
+                 nothing) and which ones a judgement reads: pure
 
 Not here: the contract check (``harness.contract.dead_peer``), ``harness posture``
 (``harness.cli.posture``).

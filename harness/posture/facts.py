@@ -99,6 +99,16 @@ class SocketPosture:
     reason: str = ""
     #: What prompted each sample of this connection ("request_read", "fault", "end").
     sampled_at: tuple[str, ...] = ()
+    #: What the connection carried, from the server's records (``harness.posture.carried``):
+    #: "model_call", "probe", "nothing", or "unknown" (not tied to a server connection).
+    carried: str = UNKNOWN
+    #: The server's number of the connection it was tied to (None: not tied).
+    server_conn: int | None = None
+    #: The server's index and path of each request it carried, in order.
+    requests: tuple[tuple[int, str], ...] = ()
+    #: When the read its options come from began (``time.monotonic()``; None: unknown):
+    #: a read before the connection's first request may precede the client's setsockopt.
+    read_t: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,6 +128,10 @@ class SocketPosture:
             "rx_queue": self.rx_queue,
             "source": self.source,
             "sampled_at": list(self.sampled_at),
+            "carried": self.carried,
+            "server_conn": self.server_conn,
+            "requests": [{"index": i, "path": path} for i, path in self.requests],
+            "read_t": self.read_t,
         }
         if self.reason:
             out["reason"] = self.reason
@@ -149,6 +163,15 @@ class SocketPosture:
             rx_queue=data.get("rx_queue", UNKNOWN),
             reason=str(data.get("reason", "")),
             sampled_at=tuple(data.get("sampled_at") or ()),
+            # a file written before connections were tied: every one "unknown"
+            carried=str(data.get("carried") or UNKNOWN),
+            server_conn=data.get("server_conn"),
+            requests=tuple(
+                (int(r.get("index", 0)), str(r.get("path", "")))
+                for r in data.get("requests") or ()
+                if isinstance(r, Mapping)
+            ),
+            read_t=data.get("read_t"),
         )
 
 

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import queue
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -133,13 +134,17 @@ class PostureSampler:
             if bounded and self._samples >= self._max:
                 return
             self._samples += bounded
+        began = time.monotonic()  # on the server's clock: tie() compares it with heads
         reading = self._reader(self.pid, remote_ports=self.dial_ports)
         with self._lock:
             if not reading.readable:
                 self._readable, self._reason = False, reading.reason
                 return
             for found in reading.sockets:
-                self._merge(found.inode, found.posture, whys)
+                read = found.posture
+                if read.source == "getsockopt":
+                    read = dataclasses.replace(read, read_t=began)
+                self._merge(found.inode, read, whys)
 
     def _merge(self, inode: int, new: SocketPosture, whys: tuple[str, ...]) -> None:
         old = self._by_inode.get(inode)

@@ -1,9 +1,11 @@
 """Posture in reports: one compact line per target, one line per connection for explain.
 
-A target's posture over a run is what its connections had: when every sampled
-connection agrees, one line (``keepalive 30/10x3, user-timeout 60s, dead peer <= 60s``);
-when they differ, the worst one's (the slowest to notice a dead peer) with ``mixed``.
-Unknown facts stay "unknown" here too.
+A target's posture over a run is what the connections that carried its model calls had
+(``harness.posture.carried``; where none is tied to the server's records, every untied
+one): when they agree, one line (``keepalive 30/10x3, user-timeout 60s, dead peer <=
+60s``); when they differ, the worst one's (the slowest to notice a dead peer) with
+``mixed``. Probe and idle connections are shown apart, after "not judged". Unknown
+facts stay "unknown" here too.
 
 Not here: reading posture (``harness.posture``) or judging it (``harness.contract.dead_peer``).
 """
@@ -13,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.posture.facts import SocketPosture, describe, notice_bound, worst_bound
+from harness.posture.carried import carried_counts, judged
+from harness.posture.facts import UNKNOWN, SocketPosture, describe, notice_bound, worst_bound
+from harness.vocab.apis import api_of_path
 
 __all__ = ["connection_lines", "posture_note", "target_postures"]
 
@@ -29,15 +33,18 @@ def target_postures(results: Sequence[Any]) -> dict[str, str]:
 
 def posture_note(conns: Iterable[SocketPosture]) -> str:
     """One line for a set of connections (see the module docstring)."""
-    conns = list(conns)
+    conns, apart = judged(conns)
     if not conns:
+        if apart:
+            return f"posture of the model call unknown (only {_apart_text(apart)} sampled)"
         return "posture unknown (no connection sampled)"
     bounds = [notice_bound(c) for c in conns]
     worst = worst_bound(bounds)
     shown = conns[bounds.index(worst)] if worst in bounds else conns[0]
     kinds = {_options_text(c) for c in conns}
     text = _options_text(shown) + (" (mixed)" if len(kinds) > 1 else "")
-    return f"{text}, dead peer noticed: {_bound_text(worst)}"
+    text += f", dead peer noticed: {_bound_text(worst)}"
+    return text + (f"; not judged: {_apart_text(apart)}" if apart else "")
 
 
 def connection_lines(result: Any) -> list[str]:
@@ -51,6 +58,9 @@ def connection_lines(result: Any) -> list[str]:
         line += f" [{p.source}]"
         if p.reason:
             line += f" ({p.reason})"
+        if p.carried != UNKNOWN:
+            line += f" carried {p.carried.replace('_', '-')} (server conn {p.server_conn}"
+            line += "".join(f", request {i} {path}" for i, path in p.requests) + ")"
         lines.append(line)
     check = getattr(result, "dead_peer", None)
     if isinstance(check, Mapping):
@@ -69,6 +79,12 @@ def _options_text(p: SocketPosture) -> str:
     return text.split(" timer ")[0]
 
 
+def _apart_text(apart: Sequence[SocketPosture]) -> str:
+    """``2 probe, 1 nothing (keepalive off user-timeout off no-nodelay)``."""
+    kinds = sorted({_options_text(c) for c in apart})
+    return f"{carried_counts(apart)} ({'; '.join(kinds)})"
+
+
 def _bound_text(bound: Any) -> str:
     if not bound.known:
         return "unknown"
@@ -81,20 +97,24 @@ def probe_summary(healthy: Any, silent: Any, *, hold_s: float) -> dict[str, Any]
 
     ``gave_up_after_s``: the silent call ended by itself after this long (an application
     deadline: a read timeout or a watchdog; None: still waiting at ``hold_s``).
-    ``dead_peer_bound_s``: the worst connection's time to notice a dead peer while
-    waiting, its kernel posture or that deadline, whichever ends first (None with
-    ``known``: never)."""
+    ``dead_peer_bound_s``: the worst model-call connection's time to notice a dead peer
+    while waiting, its kernel posture or that deadline, whichever ends first (None with
+    ``known``: never); the probe and idle connections are counted in ``apart``.
+    ``reuse`` is None when the healthy call failed (``healthy_failed`` says how): a
+    failed call says nothing of reuse."""
     conns = [
         {**dict(e), "call": call}
         for call, result in (("healthy", healthy), ("silent", silent))
         for e in _entries(result)
     ]
-    held = [SocketPosture.from_dict(e) for e in _entries(silent)] or [
-        SocketPosture.from_dict(e) for e in _entries(healthy)
-    ]
+    held, _ = judged(SocketPosture.from_dict(e) for e in _entries(silent))
+    if not held:
+        held, _ = judged(SocketPosture.from_dict(e) for e in _entries(healthy))
+    _, apart = judged(SocketPosture.from_dict(e) for e in conns)
     gave_up = _gave_up_after(silent)
     waiting = worst_bound(notice_bound(c, read_timeout_s=gave_up) for c in held)
     in_flight = worst_bound(notice_bound(c, mode="in_flight", read_timeout_s=gave_up) for c in held)
+    failed = None if healthy.outcome.kind == "ok" else healthy.outcome.label
     return {
         "connections": conns,
         "posture": posture_note(held) if held else "unknown",
@@ -106,7 +126,9 @@ def probe_summary(healthy: Any, silent: Any, *, hold_s: float) -> dict[str, Any]
         "in_flight_known": in_flight.known,
         "gave_up_after_s": gave_up,
         "hold_s": hold_s,
-        "reuse": _reused(healthy),
+        "reuse": None if failed else _reused(healthy),
+        "healthy_failed": failed,
+        "apart": _apart_text(apart) if apart else "",
         "reason": waiting.why,
         "outcomes": {"healthy": healthy.outcome.label, "silent": silent.outcome.label},
     }
@@ -120,8 +142,16 @@ def _gave_up_after(result: Any) -> float | None:
 
 
 def _reused(result: Any) -> bool | None:
-    """True when the second healthy call went over the first call's connection."""
-    conns = [e.get("conn") for e in result.timeline if e.get("kind") == "request_read"]
+    """True when the second healthy model call went over the first call's connection
+    (probes on connections of their own do not count)."""
+    heads = [e for e in result.timeline if e.get("kind") == "request_head"]
+    if heads:
+        calls = [
+            e for e in heads if api_of_path(str((e.get("detail") or {}).get("path"))) is not None
+        ]
+        conns = [e.get("conn") for e in calls]
+    else:  # a timeline recorded before request heads carried their path
+        conns = [e.get("conn") for e in result.timeline if e.get("kind") == "request_read"]
     if len(conns) < 2:
         return None
     return len(set(conns)) < len(conns)

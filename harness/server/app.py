@@ -158,7 +158,7 @@ class ServerCore:
         def made(conn: Connection) -> None:
             state.born = self._epoch
             self.open.add(conn)
-            record("accepted")
+            record("accepted", port=conn.peer_port)
             task = asyncio.get_running_loop().create_task(
                 self.serve_connection(conn, state, holder, record, record_many)
             )

@@ -62,6 +62,9 @@ class Connection(asyncio.BufferedProtocol):
         #: a request's arrival, however late the loop reads it.
         self.input_arrived_t: float | None = None
         self._sock: Any = None
+        #: The client's port (its socket's local port): how a client-side socket read
+        #: by ``harness.posture`` is tied to this connection. 0: unknown.
+        self.peer_port = 0
         self.bytes_in = 0
         self.bytes_out = 0
         self.eof = False
@@ -94,6 +97,8 @@ class Connection(asyncio.BufferedProtocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock = sock
+        peer = transport.get_extra_info("peername")
+        self.peer_port = int(peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else 0
         self._on_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:

@@ -72,7 +72,15 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     fault = rule.fault if rule is not None else None
     action = fault.action if fault is not None else None
     phase = fault.phase.kind if fault is not None else None
-    record("request_head", method=req.head.method, path=path, attempt=req.attempt)
+    # port: the client's, so a pooled connection first accepted in an earlier case is
+    # still tied to its client-side socket (harness.posture.carried)
+    record(
+        "request_head",
+        method=req.head.method,
+        path=path,
+        attempt=req.attempt,
+        port=conn.peer_port,
+    )
     ex = Exchange(
         conn,
         record,

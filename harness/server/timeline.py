@@ -11,7 +11,9 @@ on the same machine (the runner subtracts a client-side error time from a fault 
 
 This module only records; it does not decide anything about faults or wire bytes.
 
-Timeline kinds: ``accepted``, ``request_read``, ``status_sent``, ``headers_sent``,
+Timeline kinds: ``accepted`` (detail: ``port``, the client's), ``request_head``
+(detail: ``method``, ``path``, ``attempt``, ``port``), ``request_read``, ``status_sent``,
+``headers_sent``,
 ``event_sent`` (detail: ``n``, and ``scheduled`` when paced), ``comment_sent``,
 ``fault`` (detail: ``action``, ``phase``), ``upload_stalled``, ``upload_resumed``,
 ``response_done``, ``peer_closed``, ``peer_reset``, ``closed``, ``bad_request``,

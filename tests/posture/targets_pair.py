@@ -54,6 +54,34 @@ class BareHttpx(_PlainHttpx):
     name = "bare-httpx"
 
 
+#: hermes-agent #11277's keepalive: a dead peer is noticed after 30 + 10 x 3 = 60 s.
+MODEL_CALL_KEEPALIVE = {"idle_s": 30, "interval_s": 10, "count": 3}
+
+
+class ProbingKeepaliveHttpx(_PlainHttpx):
+    """hermes's shape: endpoint probes (``GET /v1/models``, ``GET /api/tags``: a 404) on a
+    client of their own without keepalive, then the model call on a client with
+    keepalive 30/10x3. The probe client stays open until the call is done, so its
+    socket is sampled beside the model call's."""
+
+    name = "probing-keepalive-httpx"
+    socket_options: ClassVar[list[tuple[int, int, int]]] = [
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+        (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, MODEL_CALL_KEEPALIVE["idle_s"]),
+        (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, MODEL_CALL_KEEPALIVE["interval_s"]),
+        (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, MODEL_CALL_KEEPALIVE["count"]),
+    ]
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import httpx
+
+        root = job.base_url.removesuffix("/v1")
+        with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S)) as probes:
+            probes.get(f"{job.base_url}/models", headers=_auth(job))
+            probes.get(f"{root}/api/tags")
+            return super().call(job, log)
+
+
 class UncheckedNoKeepalive(StackTarget):
     """The reference stack with the ``no-keepalive`` seam, and the stack's own
     ``KeepaliveNotSet`` self-check switched off: only a check outside the client can

@@ -13,6 +13,7 @@ from harness.cli import EXIT_INPUT, EXIT_OK, main
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
 KEEPALIVE = "posture.targets_pair:KeepaliveHttpx"
 BARE = "posture.targets_pair:BareHttpx"
+PROBING = "posture.targets_pair:ProbingKeepaliveHttpx"
 
 
 @pytest.mark.timeout(120)
@@ -41,6 +42,32 @@ def test_posture_rows_differ_for_targets_differing_only_in_keepalive(tmp_path, m
     assert ka["in_flight_known"] and ka["in_flight_bound_by"] == "read_timeout"
     assert ka["posture"].startswith("keepalive 20/5x8")
     assert bare["posture"].startswith("keepalive off")
+
+
+@pytest.mark.timeout(120)
+def test_posture_row_is_the_model_call_socket_not_the_probe_before_it(
+    tmp_path, monkeypatch, capsys
+):
+    """Probes without keepalive, then the model call with 30/10x3: the row and the note
+    are the model call's; the probes are counted apart (issue 34)."""
+    monkeypatch.setenv("PYTHONPATH", TESTS_DIR)
+    out = tmp_path / "posture.json"
+    assert main(["posture", "-t", PROBING, "--hold-s", "3", "--json", str(out)]) == EXIT_OK
+    text = capsys.readouterr().out
+    [row] = [line for line in text.splitlines() if "posture.targets_pair" in line and "│" in line]
+    assert "30/10 x 3" in row and "off" not in row.split("│")[2], row
+    s = json.loads(out.read_text())["targets"][PROBING]
+    assert s["posture"].startswith("keepalive 30/10x3")
+    assert s["apart"].startswith("2 probe (keepalive off")  # one per call's probe client
+    carried = [(c["call"], c["carried"]) for c in s["connections"]]
+    assert sorted(set(carried)) == [
+        ("healthy", "model_call"),
+        ("healthy", "probe"),
+        ("silent", "model_call"),
+        ("silent", "probe"),
+    ]
+    # one model call per job: the probes' two requests on one connection are no reuse
+    assert s["reuse"] is None and s["healthy_failed"] is None
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ one line per connection in ``harness explain``, unknown kept unknown."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from rich.console import Console
@@ -99,3 +100,27 @@ def test_probe_summary_of_a_target_with_no_sampled_connection_is_unknown_not_nev
     s = probe_summary(healthy, silent, hold_s=10.0)
     assert (s["known"], s["in_flight_known"]) == (False, False)
     assert s["dead_peer_bound_s"] is None and s["posture"] == "unknown"
+
+
+def test_probe_summary_of_a_failed_healthy_call_shows_the_failure_not_reuse():
+    from harness.report.posture import probe_summary
+
+    healthy = result("hermes", conn(False, user=None), kind="error_as_reply")
+    # two model calls on one connection would read as reuse, had the call not failed
+    healthy = dataclasses.replace(
+        healthy,
+        timeline=tuple(
+            {
+                "t": float(i),
+                "conn": 1,
+                "request": i,
+                "kind": "request_head",
+                "detail": {"path": "/v1/chat/completions"},
+            }
+            for i in (1, 2)
+        ),
+    )
+    s = probe_summary(healthy, result("hermes", conn(False, user=None)), hold_s=10.0)
+    assert s["reuse"] is None and s["healthy_failed"] == "error_as_reply"
+    ok = dataclasses.replace(healthy, outcome=Outcome("ok"))
+    assert probe_summary(ok, result("hermes"), hold_s=10.0)["reuse"] is True

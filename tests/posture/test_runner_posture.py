@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.dead_peer import check_dead_peer
 from harness.judge import Observed, judge_case
 from harness.posture import Posture
+from harness.report.posture import target_postures
 from harness.runner import RunSettings, run_case
 from harness.scenario import load_catalog, scenario_from_dict
 from tests.judging import case_plan
@@ -25,6 +27,7 @@ FAST = 0.05
 KEEPALIVE = "posture.targets_pair:KeepaliveHttpx"
 BARE = "posture.targets_pair:BareHttpx"
 UNCHECKED = "posture.targets_pair:UncheckedNoKeepalive"
+PROBING = "posture.targets_pair:ProbingKeepaliveHttpx"
 
 
 def silent_peer(bound_s: float) -> object:
@@ -73,6 +76,34 @@ def test_two_targets_differing_only_in_keepalive_differ_in_posture_and_verdict(s
         assert r.dead_peer["status"] == "fail" and r.dead_peer["bound_s"] is None
         assert r.verdict == "fail" and "dead_peer_bound" in r.failed_checks
     assert results[(KEEPALIVE, 90.0)].to_dict()["dead_peer_bound"]["status"] == "pass"
+
+
+@pytest.mark.timeout(90)
+def test_the_model_call_socket_is_judged_not_the_probe_before_it(server):
+    """A client that probes ``GET /v1/models`` and ``GET /api/tags`` (404) without
+    keepalive, then POSTs with keepalive 30/10x3: each socket is tied to what it carried
+    by its port, and only the model call's 30/10x3 is judged (issue 34)."""
+    r = run_case(silent_peer(90.0), PROBING, server=server, settings=settings())
+    assert r.outcome.kind == "error", r.message  # its own 1 s read timeout
+    by = {p["carried"]: p for p in r.posture}
+    assert sorted(by) == ["model_call", "probe"], r.posture
+    call, probe = by["model_call"], by["probe"]
+    assert call["keepalive"] == {"enabled": True, "idle_s": 30.0, "interval_s": 10.0, "count": 3}
+    assert probe["keepalive"]["enabled"] is False
+    assert [q["path"] for q in call["requests"]] == ["/v1/chat/completions"]
+    assert [q["path"] for q in probe["requests"]] == ["/v1/models", "/api/tags"]
+    # the server's connection numbers, read from its records (probes came first)
+    records = {q["index"]: q for p in r.posture for q in p["requests"]}
+    assert sorted(records) == [1, 2, 3] and probe["server_conn"] < call["server_conn"]
+    assert r.dead_peer["status"] == "pass" and r.dead_peer["bound_s"] == 60.0, r.dead_peer
+    assert r.dead_peer["apart"] == "1 probe" and "model-call socket" in r.dead_peer["reason"]
+    assert "dead_peer_bound" not in r.failed_checks
+    note = target_postures([r])[PROBING]
+    assert note.startswith("keepalive 30/10x3") and "dead peer noticed: <= 60s" in note
+    assert "not judged: 1 probe (keepalive off" in note
+    # the same case judged with every socket, as before the tie: the probe's "never"
+    untied = [{**p, "carried": "unknown"} for p in r.posture]
+    assert check_dead_peer("waiting", 90.0, untied).status == "fail"
 
 
 @pytest.mark.timeout(120)

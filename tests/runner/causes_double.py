@@ -70,3 +70,21 @@ class UninstalledTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         raise AssertionError("a target that cannot run must never get a case")
+
+
+class ProbingClosedClientAgent(ClosedClientAgent):
+    """hermes's shape of the same bug: before its first call it probes the endpoint
+    (``GET /v1/models``, ``/api/tags``, ``/props``: 404s) on a client of its own per
+    probe, each closed at once."""
+
+    name = "probing-closed-client-agent"
+    PROBES = ("/v1/models", "/api/tags", "/props")
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import httpx
+
+        root = job.base_url.rstrip("/").removesuffix("/v1")
+        for path in self.PROBES:
+            with httpx.Client(timeout=10) as probe:
+                probe.get(root + path)
+        return super().call(job, log)

@@ -45,6 +45,78 @@ def test_a_target_that_reuses_a_closed_client_names_the_cause_and_fails_accounti
     assert CLOSED in markdown and "claims 4 attempts, 1 reached the wire" in markdown
 
 
+@pytest.mark.timeout(60)
+def test_accounting_counts_model_call_attempts_never_the_probe_connections():
+    """The #10933 build as hermes shows it: three endpoint probes, each on a connection of
+    its own, then one real call and three claimed retries that never left the process.
+    The probes are no attempts: 4 claimed, 1 reached the wire (issue 34)."""
+    scenario = scenario_from_dict(
+        {"name": "two_calls", "summary": "two healthy calls on one client", "request": {"calls": 2}}
+    )
+    settings = RunSettings(time_scale=0.05, environ={"PYTHONPATH": TESTS_DIR})
+    with FaultServer() as server:
+        r = run_case(
+            scenario,
+            "runner.causes_double:ProbingClosedClientAgent",
+            server=server,
+            settings=settings,
+        )
+    heads = [e for e in r.timeline if e["kind"] == "request_head"]
+    assert [e["detail"]["path"] for e in heads] == [
+        "/v1/models",
+        "/api/tags",
+        "/props",
+        "/v1/chat/completions",
+    ]
+    assert len({e["conn"] for e in heads}) == 4  # a connection per probe
+    assert r.requests == 1 and r.attempts == 4
+    assert "accounting" in r.failed_checks, r.evidence
+    assert r.evidence["accounting"].startswith("claims 4 attempts, 1 reached the wire")
+
+
+def test_wire_attempts_on_a_recorded_timeline():
+    from harness.contract.causes import wire_attempts
+    from harness.server.timeline import RequestRecord
+
+    def ev(conn, kind, **detail):
+        return {"t": 1.0, "conn": conn, "request": None, "kind": kind, "detail": detail}
+
+    def rec(index, conn, path, api):
+        return RequestRecord(index, path, api, True, 1, conn, 1, None, "", 1.0)
+
+    timeline = [
+        ev(1, "accepted", port=1),  # a probe, answered 404, closed by the client
+        ev(1, "request_head", path="/api/tags"),
+        ev(1, "peer_closed", bytes_in=90),
+        ev(2, "accepted", port=2),  # idle, pre-opened: nothing came
+        ev(2, "peer_closed", bytes_in=0),
+        ev(3, "accepted", port=3),  # bytes, never a whole head: an attempt a fault ate
+        ev(3, "peer_reset", bytes_in=512),
+        ev(4, "accepted", port=4),  # the model call, closed by the server first (a fin)
+        ev(4, "request_head", path="/v1/chat/completions"),
+        ev(4, "closed", how="fin", reason="fin", bytes_in=300),
+        ev(5, "accepted", port=5),  # a probe the server closed: still no attempt
+        ev(5, "request_head", path="/v1/models"),
+        ev(5, "closed", how="fin", reason="end of connection", bytes_in=80),
+        {"t": 1.0, "source": "relay", "conn": 9, "kind": "accepted", "detail": "from x:1"},
+    ]
+    records = [
+        rec(1, 1, "/api/tags", "unknown"),
+        rec(2, 4, "/v1/chat/completions", "chat"),
+        rec(3, 5, "/v1/models", "models"),
+    ]
+    # the call, the eaten attempt on conn 3, and one the client may have written onto 4
+    assert wire_attempts(records, timeline) == 3
+    # a client abandoning attempts (its deadline cut request 4 before its response):
+    # then a connection it opened and closed before writing (conn 2) is an attempt too
+    cut = [
+        ev(6, "accepted", port=6),
+        {**ev(6, "request_head", path="/v1/chat/completions"), "request": 4},
+        ev(6, "peer_closed", bytes_in=300),
+    ]
+    assert wire_attempts([*records, rec(4, 6, "/v1/chat/completions", "chat")], timeline + cut) == 5
+
+
 def test_a_chain_is_bounded_cycle_safe_and_follows_cause_context_and_attempts():
     def chained() -> BaseException:
         try:

@@ -4,12 +4,17 @@
 venv's, entry by entry as symlinks, except what a test leaves out (``drop``: e.g. the
 anthropic SDK, as in a hermes venv before ci/setup installed it) or changes (``edit``:
 ``{"agent/agent_runtime_helpers.py": function(text) -> text}``, a copy with that edit; its
-directories become real directories of symlinks). The result is a real hermes, run by
+directories become real directories of symlinks) or patches (``patch``: a unified diff
+kept in the test tree, applied with ``patch -p1`` at site-packages, as ci/setup builds
+hermes+guard; each file it touches is a copy first). The result is a real hermes, run by
 the real driver: only the files named differ from the installed package's source.
+Nothing of the installed venv is written to: an edited or patched module's bytecode
+goes to a ``__pycache__`` of the variant's own.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -29,6 +34,7 @@ def hermes_variant(
     *,
     drop: Iterable[str] = (),
     edit: Mapping[str, Callable[[str], str]] | None = None,
+    patch: Path | None = None,
     python: Path = DEFAULT_HERMES_PYTHON,
 ) -> Path:
     """A hermes venv at ``dest`` built as above; returns its python."""
@@ -53,7 +59,46 @@ def hermes_variant(
         assert changed != text, f"the edit of {rel} changed nothing"
         target.unlink()
         target.write_text(changed, encoding="utf-8")
+    if patch is not None:
+        for rel in _patched_files(patch):
+            _own_copy(site, source, rel)
+        with patch.open("rb") as diff:
+            subprocess.run(
+                ["patch", "-s", "-p1", "-d", str(site)],
+                stdin=diff,
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
     return dest / "bin" / "python"
+
+
+def _patched_files(patch: Path) -> list[Path]:
+    """The files a unified diff changes (its ``+++ b/<path>`` lines)."""
+    lines = patch.read_text(encoding="utf-8").splitlines()
+    return [
+        Path(line[4:].split("\t")[0]).relative_to("b")
+        for line in lines
+        if line.startswith("+++ b/")
+    ]
+
+
+def _own_copy(site: Path, source: Path, rel: Path) -> None:
+    """Make ``site/rel`` a copy of its own, its directory and ``__pycache__`` real (the
+    module's stale bytecode left out), so that patching it writes nothing shared."""
+    _materialise(site, source, rel.parent)
+    target = site / rel
+    if target.is_symlink():
+        target.unlink()
+        shutil.copy2(source / rel, target)
+    cache = target.parent / "__pycache__"
+    if cache.is_symlink():
+        real = cache.resolve()
+        cache.unlink()
+        cache.mkdir()
+        for entry in real.iterdir():
+            if not entry.name.startswith(f"{target.stem}."):
+                _link(entry, cache / entry.name)
 
 
 def _link(entry: Path, at: Path) -> None:
