@@ -66,12 +66,14 @@ from harness.replies import (
     seed_for_request,
     tool_arguments,
 )
+from harness.server.lineage import Conversation
 from harness.server.payloads import chat, messages, responses
 from harness.server.payloads.common import BuildInput, Content, ToolCall, splice
 from harness.sse import encode_comment
 from harness.vocab.dialects import dialect_for
 
 __all__ = [
+    "conversation_of",
     "edit_plan",
     "ReplyPlan",
     "error_body",
@@ -87,6 +89,8 @@ _COMMENT = encode_comment("keepalive")
 #: ``created`` of every reply: fixed per process so equal requests get equal bytes.
 CREATED = int(time.time())
 _BUILDERS = {"chat": chat.build, "responses": responses.build, "messages": messages.build}
+#: responses' reader also takes the request's seed (its reply's id)
+_READERS = {"chat": chat.conversation, "messages": messages.conversation}
 _ERROR_EVENTS = {
     "chat": chat.error_event,
     "responses": responses.error_event,
@@ -146,6 +150,13 @@ class ReplyPlan:
 
     def _nl(self, unit: bytes) -> bytes:
         return unit if self.newline == b"\n" else unit.replace(b"\n", self.newline)
+
+
+def conversation_of(api: str, body: Mapping[str, Any]) -> Conversation:
+    """The conversation ``body`` carries, read by ``api``'s reader (``payloads``)."""
+    if api == "responses":
+        return responses.conversation(body, seed_for_request(dict(body)))
+    return _READERS[api](body)
 
 
 def edit_plan(api: str, *, stream: bool, kinds: tuple[str, ...], newline: bytes) -> ReplyPlan:
