@@ -8,7 +8,10 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     clean_error             an error is a typed one, not a crash of the client or target
     honest_reply            never a partial, different or error text returned as the reply
     bounded                 the call ended (returned or raised) within the bound
-    request_budget          at most ``max_requests`` LLM requests
+    request_budget          at most ``max_requests`` LLM requests for the scenario's calls,
+                            and one call's share more for each further model call the
+                            server saw (``Facts.model_calls``: an agent's next call, its
+                            conversation extended, is not a retry)
     retry_after             no retry sooner than the Retry-After the server sent
     no_retry_non_retryable  one request per call when the status cannot be fixed by a retry
     no_hammering            at most ``max_requests_per_window`` requests in any window
@@ -57,6 +60,7 @@ __all__ = [
     "bound_s",
     "early_retry",
     "judge",
+    "request_budget",
 ]
 
 #: The verdict of a case that never ran (no check judged it).
@@ -123,6 +127,9 @@ class Facts:
     wire_attempts: int | None = None
     #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
     dead_peer: DeadPeerCheck | None = None
+    #: Model calls the server saw: requests that are not a retry of an earlier one
+    #: (``harness.server.lineage``); None: not known.
+    model_calls: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,10 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
             "bounded",
             outcome.kind != "hung" and (facts.elapsed_s is None or facts.elapsed_s <= bound),
         ),
-        ("request_budget", facts.requests is None or facts.requests <= contract.max_requests),
+        (
+            "request_budget",
+            facts.requests is None or facts.requests <= request_budget(contract, facts),
+        ),
         ("retry_after", early_retry(contract, facts) is None),
         (
             "no_retry_non_retryable",
@@ -179,6 +189,14 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
         ),
         ("dead_peer_bound", facts.dead_peer is None or not facts.dead_peer.failed),
     ]
+
+
+def request_budget(contract: Contract, facts: Facts) -> int:
+    """The requests allowed for the model calls made: the contract's budget for its
+    calls, plus one call's share of it for each model call beyond them."""
+    extra = max(0, (facts.model_calls or 0) - contract.calls)
+    share = -(-contract.max_requests // max(1, contract.calls))
+    return contract.max_requests + extra * share
 
 
 def bound_s(contract: Contract, facts: Facts) -> float:
