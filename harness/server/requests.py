@@ -136,6 +136,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             shape=s.reply,
             reasoning_events=s.reasoning_events,
             dialect=s.dialect,
+            tool=s.tool,
         )
     expected = plan.expected_text if plan is not None else ""
     if source is not None:
