@@ -2,7 +2,8 @@
 
 Pure and sans-IO: the per-API readers (``payloads/<api>.py``: ``conversation``) turn a
 request body into a :class:`Conversation` -- its turns in order (system, user,
-assistant, tool calls, tool results, each as canonical JSON) and the tools it offers --
+assistant, tool calls, tool results, each the item as sent, cache marks dropped) and
+the tools it offers --
 and :func:`place` compares it with the requests before it on the same server:
 
 * **retry**: an earlier request with the same conversation state (turns and tools
@@ -22,12 +23,11 @@ Not here: reading bodies (``payloads``), judging (``harness.judge``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "Conversation", "Lineage", "Turn", "canonical", "place"]
+__all__ = ["KINDS", "Conversation", "Lineage", "Turn", "place", "plain"]
 
 #: Lineage kinds, in the order :func:`place` tries them.
 KINDS = ("retry", "continuation", "new")
@@ -39,11 +39,13 @@ _NOISE = frozenset({"cache_control"})
 @dataclass(frozen=True)
 class Turn:
     """One item of a conversation: who (``role``), what (``kind``: text, tool_call,
-    tool_result, reasoning, other) and the item itself as canonical JSON."""
+    tool_result, reasoning, other) and the item itself (:func:`plain`; compared by
+    value, so key order does not matter and nothing is serialised: a prompt can be
+    megabytes)."""
 
     role: str
     kind: str
-    key: str
+    key: Any
 
     @property
     def label(self) -> str:
@@ -55,8 +57,8 @@ class Conversation:
     """The conversation state a request carries."""
 
     turns: tuple[Turn, ...]
-    #: the tools offered, canonical JSON ("" when none)
-    tools: str = ""
+    #: the tools offered (:func:`plain`; None when none)
+    tools: Any = None
     tool_names: tuple[str, ...] = ()
     #: the id the server's reply carries (Responses: ``resp_<seed>``), "" when none
     reply_id: str = ""
@@ -91,9 +93,14 @@ class Lineage:
         }
 
 
-def canonical(item: Any) -> str:
-    """``item`` as canonical JSON (sorted keys, cache marks dropped at every level)."""
-    return json.dumps(_clean(item), sort_keys=True, ensure_ascii=False, default=str)
+def plain(item: Any) -> Any:
+    """``item`` with cache marks dropped at every level (the strings are shared, not
+    copied); equal items compare equal whatever their key order."""
+    if isinstance(item, Mapping):
+        return {str(k): plain(v) for k, v in item.items() if k not in _NOISE}
+    if isinstance(item, list | tuple):
+        return [plain(v) for v in item]
+    return item
 
 
 def place(
@@ -122,11 +129,3 @@ def place(
             "continuation", call=index, of=idx, appended=tuple(t.label for t in conv.turns[n:])
         )
     return Lineage("new", call=index)
-
-
-def _clean(item: Any) -> Any:
-    if isinstance(item, Mapping):
-        return {str(k): _clean(v) for k, v in item.items() if k not in _NOISE}
-    if isinstance(item, list | tuple):
-        return [_clean(v) for v in item]
-    return item

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.lineage import Conversation, Turn, canonical
+from harness.server.lineage import Conversation, Turn, plain
 from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
 __all__ = ["PING", "build", "conversation", "error_event"]
@@ -19,10 +19,10 @@ def conversation(body: Mapping[str, Any]) -> Conversation:
     turns = []
     system = body.get("system")
     if system:
-        turns.append(Turn("system", "text", canonical(system)))
+        turns.append(Turn("system", "text", plain(system)))
     for m in body.get("messages") or ():
         if not isinstance(m, Mapping):
-            turns.append(Turn("?", "other", canonical(m)))
+            turns.append(Turn("?", "other", plain(m)))
             continue
         role = str(m.get("role") or "?")
         content = m.get("content")
@@ -38,10 +38,10 @@ def conversation(body: Mapping[str, Any]) -> Conversation:
             if "tool_use" in types
             else "text"
         )
-        turns.append(Turn(role, kind, canonical(m)))
+        turns.append(Turn(role, kind, plain(m)))
     tools = body.get("tools") or ()
     names = tuple(str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("name"))
-    return Conversation(tuple(turns), canonical(tools) if tools else "", names)
+    return Conversation(tuple(turns), plain(tools) if tools else None, names)
 
 
 #: Exactly the bytes the server always sent (json.dumps default separators).

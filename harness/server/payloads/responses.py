@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.lineage import Conversation, Turn, canonical
+from harness.server.lineage import Conversation, Turn, plain
 from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
 __all__ = ["build", "conversation", "error_event", "reply_id"]
@@ -31,22 +31,22 @@ def conversation(body: Mapping[str, Any], seed: str = "") -> Conversation:
     tool call); ``previous_response_id`` names the reply it continues."""
     turns = []
     if body.get("instructions"):
-        turns.append(Turn("system", "text", canonical(body["instructions"])))
+        turns.append(Turn("system", "text", plain(body["instructions"])))
     items = body.get("input")
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
     for item in items or ():
         if not isinstance(item, Mapping):
-            turns.append(Turn("?", "other", canonical(item)))
+            turns.append(Turn("?", "other", plain(item)))
             continue
         role, kind = _ITEM_KINDS.get(str(item.get("type")), (str(item.get("role") or "?"), "text"))
-        turns.append(Turn(role, kind, canonical(item)))
+        turns.append(Turn(role, kind, plain(item)))
     tools = body.get("tools") or ()
     names = tuple(str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("name"))
     previous = body.get("previous_response_id")
     return Conversation(
         tuple(turns),
-        canonical(tools) if tools else "",
+        plain(tools) if tools else None,
         names,
         reply_id=reply_id(seed) if seed else "",
         previous=str(previous) if previous else None,
