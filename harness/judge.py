@@ -36,7 +36,7 @@ from harness.planning import CasePlan
 from harness.scenario import Scenario
 from harness.vocab.apis import APIS
 
-__all__ = ["NO_FALSE_KILL_TAG", "Observed", "judge_case", "model_calls"]
+__all__ = ["NO_FALSE_KILL_TAG", "Observed", "call_requests", "judge_case", "model_calls"]
 
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
@@ -65,7 +65,7 @@ def judge_case(
         find_sentinel=find_sentinel,
     )
     attempts = _client_attempts(report, calls=scenario.request.calls)
-    made = model_calls(records)
+    made = call_requests(records)
     outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
     follow_up = ((report or {}).get("details") or {}).get("follow_up")
     follow_up = follow_up if isinstance(follow_up, Mapping) else None
@@ -90,7 +90,7 @@ def judge_case(
         late_requests=late,
         follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
         dead_peer=dead_peer,
-        model_calls=made if ran else None,
+        call_requests=made if ran else (),
         claimed_attempts=attempts if ran else None,
         # only where every attempt meets the server itself: a relay, proxy or kernel
         # path can keep one off its wire
@@ -215,21 +215,27 @@ def _hidden_false_kill(
 
 
 def model_calls(records: Sequence[Any]) -> int:
-    """Model calls among ``records`` (the server's order): each request whose lineage is
-    a continuation or a new conversation begins one; a retry does not. A request whose
-    body was never read (a fault before it) has no lineage: it begins a call only as the
-    first, and the request after it is taken as its retry (nothing says otherwise)."""
-    made, unread_before = 0, False
+    """Model calls among ``records`` (:func:`call_requests`)."""
+    return len(call_requests(records))
+
+
+def call_requests(records: Sequence[Any]) -> tuple[tuple[int, int], ...]:
+    """(first request's index, requests) of each model call among ``records`` (the
+    server's order): each request whose lineage is a continuation or a new conversation
+    begins one; a retry counts with the call before it. A request whose body was never
+    read (a fault before it) has no lineage: it begins a call only as the first, and
+    the request after it is taken as its retry (nothing says otherwise)."""
+    calls: list[list[int]] = []
+    unread_before = False
     for r in records:
         lineage = getattr(r, "lineage", None)
         kind = lineage.get("kind") if isinstance(lineage, Mapping) else None
-        if kind is None:
-            made = made or 1
-        elif kind == "continuation" or (kind == "new" and not unread_before):
-            made += 1
-        made = max(made, 1)
+        begins = kind == "continuation" or (kind == "new" and not unread_before)
+        if begins or not calls:
+            calls.append([int(getattr(r, "index", 0)), 0])
+        calls[-1][1] += 1
         unread_before = kind is None
-    return made
+    return tuple((first, n) for first, n in calls)
 
 
 def _asked_again(index: Any, records: Sequence[Any]) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.judge import Observed, judge_case, model_calls
+from harness.judge import Observed, call_requests, judge_case, model_calls
 from harness.scenario import load_catalog, scenario_from_dict
 from tests.judging import case_plan
 
@@ -172,3 +172,23 @@ def test_a_late_continuation_of_the_job_is_not_late_a_late_retry_is() -> None:
     assert _late_requests(recs, 2.0) == 2
     # no lineage (an older record): every request after the end is late
     assert _late_requests([SimpleNamespace(t_start=1.0), SimpleNamespace(t_start=5.0)], 2.0) == 1
+
+
+def test_a_model_call_retried_past_its_share_fails_the_budget_though_the_total_fits() -> None:
+    # an agent's second call (a continuation) retried nine times: 10 requests for 2
+    # model calls fit 2 x 5, but one call took 9 of them
+    scenario = _alive()
+    recs = [record(1, 10.0, "new"), record(2, 10.5, "continuation", of=1)]
+    recs += [record(i, 10.5 + i / 10, "retry", of=i - 1, call=2) for i in range(3, 11)]
+    assert call_requests(recs) == ((1, 1), (2, 9))
+    result = judge_case(
+        case_plan(scenario, time_scale=FAST, ceiling_s=30.0),
+        Observed(
+            report=returned(13.0, 10), records=recs, timeline=whole(*range(1, 11)), started_t=9.9
+        ),
+    )
+    assert result.contract["max_requests"] == 5
+    assert "request_budget" in result.failed_checks
+    assert result.evidence["request_budget"] == (
+        "the model call begun by request 2 took 9 requests, at most 5 each"
+    )
