@@ -84,6 +84,9 @@ def tool_arguments(seed: str, call: int, words: int) -> str:
     return json.dumps(doc, ensure_ascii=False)
 
 
+_NOTE_PROPERTIES = DEFAULT_TOOL_SPEC["parameters"]["properties"]
+
+
 def tools_for_api(tools: Sequence[Mapping[str, Any]], api: str) -> list[dict[str, Any]]:
     """API-neutral tools (``{name, description, parameters}``: ``Job.tools``) in the form
     ``api`` takes: chat ``{type: function, function: {...}}``, Responses ``{type:
@@ -108,11 +111,13 @@ def schema_arguments(schema: Any, seed: str, call: int, words: int) -> str:
     first of ``anyOf`` / ``oneOf``), strings of ``words`` words with multi-byte
     characters (so a cut can fall mid-string or mid-UTF-8), a property named ``path``
     a ``.txt`` path. A schema with no properties that admits any (none given, or an
-    open object) gets :func:`tool_arguments`' note shape."""
+    open object), and the default tool's own, get :func:`tool_arguments`' note shape."""
     props = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not props and not (
-        isinstance(schema, Mapping) and schema.get("additionalProperties") is False
-    ):
+    closed = isinstance(schema, Mapping) and schema.get("additionalProperties") is False
+    if (not props and not closed) or props == _NOTE_PROPERTIES:
+        # an open object, or the default tool's own schema: the note shape, the very
+        # bytes the catalog's expectations were measured on (where a fragment boundary
+        # or a duplicated fragment falls)
         return tool_arguments(seed, call, words)
     rng = random.Random(f"{seed}:tool:{call}")
     return json.dumps(_value(schema, rng, max(1, words), "", call), ensure_ascii=False)

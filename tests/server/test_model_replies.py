@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.faults import FaultSpecError, script_from_dict
-from harness.replies import DEFAULT_TOOL_SPEC, schema_arguments, tools_for_api
+from harness.replies import (
+    DEFAULT_TOOL_SPEC,
+    render_tool_call,
+    schema_arguments,
+    seed_for_request,
+    tool_arguments,
+    tools_for_api,
+)
 from harness.server.apis import plan_reply
 
 pytestmark = pytest.mark.timeout(60)
@@ -130,9 +137,14 @@ def test_the_call_names_an_offered_tool_with_arguments_valid_against_its_schema(
 
 
 def test_the_default_tool_keeps_its_note_shape() -> None:
-    plan = plan_reply("chat", _body("chat", [DEFAULT_TOOL_SPEC]), events=6, shape="tool_call")
+    body = _body("chat", [DEFAULT_TOOL_SPEC])
+    plan = plan_reply("chat", body, events=6, shape="tool_call")
     [(name, args)] = _calls(plan)
     assert name == "record_note" and args["path"].endswith(".txt") and args["text"]
+    # the same bytes as before tools were read: the catalog's measured expectations hold
+    assert plan.expected_text == render_tool_call(
+        "record_note", tool_arguments(seed_for_request(body), 0, words=6)
+    )
 
 
 @pytest.mark.parametrize(
