@@ -10,7 +10,10 @@ builds a ``CaseResult``.
 
 Accounting: the server's count of LLM API requests (``requests``, judged against the
 budget), the client's own view (``attempts``), and the requests that arrived after the
-call had returned (``late_requests``).
+call had returned (``late_requests``). Counted per model call: each request's lineage
+(``harness.server.lineage``, on its record) says whether it retries an earlier call or
+begins one (a continuation, a new conversation), so an agent whose job makes several
+model calls is judged on each, not as one call retried.
 
 Not here: running anything (``harness.lifecycle``), the outcome rules (``harness.outcome``)
 or the contract rules (``harness.contract``).
@@ -35,7 +38,7 @@ from harness.posture.carried import tie_posture
 from harness.scenario import Scenario
 from harness.vocab.apis import APIS
 
-__all__ = ["NO_FALSE_KILL_TAG", "Observed", "judge_case"]
+__all__ = ["NO_FALSE_KILL_TAG", "Observed", "call_requests", "judge_case", "model_calls"]
 
 #: Scenarios with this tag (or ``alive = true``) are slow but alive: an attempt killed and
 #: retried there is a ``false_kill`` even when the retry returns the full reply.
@@ -64,6 +67,7 @@ def judge_case(
         find_sentinel=find_sentinel,
     )
     attempts = _client_attempts(report, calls=scenario.request.calls)
+    made = call_requests(records)
     outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
     follow_up = ((report or {}).get("details") or {}).get("follow_up")
     follow_up = follow_up if isinstance(follow_up, Mapping) else None
@@ -90,6 +94,7 @@ def judge_case(
         late_requests=late,
         follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
         dead_peer=dead_peer,
+        call_requests=made if ran else (),
         claimed_attempts=attempts if ran else None,
         # only where every attempt meets the server itself: a relay, proxy or kernel
         # path can keep one off its wire
@@ -188,7 +193,7 @@ def _hidden_false_kill(
     that does not count its attempts cannot rule a kill out: still a false kill.
     Not applied to scenarios that are merely fault-free: there a retry is judged by
     the request budget."""
-    calls = scenario.request.calls
+    calls = max(scenario.request.calls, model_calls(records))
     slow_but_alive = scenario.is_alive and (
         scenario.alive is True or NO_FALSE_KILL_TAG in scenario.tags
     )
@@ -202,8 +207,11 @@ def _hidden_false_kill(
     # hedge the client cancels once an earlier request answered in full is not a kill.
     # "Later" is the server's own order (requests are numbered as their heads are read):
     # two requests' arrival stamps are a kernel tick coarse and can swap near-ties.
-    last = max(int(getattr(r, "index", 0)) for r in records)
-    killed = [i for i in cut_by_peer(records, timeline) if i is not None and int(i) < last]
+    # Asked again: a later retry of the killed request's model call (a continuation after
+    # it, the agent's next call, asks something else).
+    killed = [
+        i for i in cut_by_peer(records, timeline) if i is not None and _asked_again(i, records)
+    ]
     said = attempts is not None and attempts > calls
     if not killed and not said and attempts is not None:
         return outcome
@@ -221,6 +229,48 @@ def _hidden_false_kill(
         detail=f"the full reply came back, but only after {len(records)} requests for {calls} "
         f"call(s): an attempt on a live stream was killed and retried ({how})",
     )
+
+
+def model_calls(records: Sequence[Any]) -> int:
+    """Model calls among ``records`` (:func:`call_requests`)."""
+    return len(call_requests(records))
+
+
+def call_requests(records: Sequence[Any]) -> tuple[tuple[int, int], ...]:
+    """(first request's index, requests) of each model call among ``records`` (the
+    server's order): each request whose lineage is a continuation or a new conversation
+    begins one; a retry counts with the call before it. A request whose body was never
+    read (a fault before it) has no lineage: it begins a call only as the first, and
+    the request after it is taken as its retry (nothing says otherwise)."""
+    calls: list[list[int]] = []
+    unread_before = False
+    for r in records:
+        lineage = getattr(r, "lineage", None)
+        kind = lineage.get("kind") if isinstance(lineage, Mapping) else None
+        begins = kind == "continuation" or (kind == "new" and not unread_before)
+        if begins or not calls:
+            calls.append([int(getattr(r, "index", 0)), 0])
+        calls[-1][1] += 1
+        unread_before = kind is None
+    return tuple((first, n) for first, n in calls)
+
+
+def _asked_again(index: Any, records: Sequence[Any]) -> bool:
+    """Did a request after ``index`` ask its model call again (a retry of that call, or a
+    request whose body was not read, so nothing rules a retry out)?"""
+    by_index = {int(getattr(r, "index", 0)): r for r in records}
+    killed = by_index.get(int(index))
+    lineage = getattr(killed, "lineage", None)
+    call = lineage.get("call") if isinstance(lineage, Mapping) else None
+    for i, r in sorted(by_index.items()):
+        if i <= int(index):
+            continue
+        later = getattr(r, "lineage", None)
+        if call is None or not isinstance(later, Mapping):
+            return True
+        if later.get("kind") == "retry" and later.get("call") == call:
+            return True
+    return False
 
 
 def _client_attempts(report: Mapping[str, Any] | None, *, calls: int) -> int | None:
@@ -244,10 +294,28 @@ def _client_attempts(report: Mapping[str, Any] | None, *, calls: int) -> int | N
 
 def _late_requests(records: Sequence[Any], end_t: Any) -> int | None:
     """Requests that started after the call returned or raised at ``end_t`` (None: the
-    call never ended, e.g. hung)."""
+    call never ended, e.g. hung). A continuation of the job's conversation (its lineage
+    extends a request of the job), and the retries of that model call, belong to the
+    job: not late. A retry of a call begun before ``end_t`` is."""
     if not isinstance(end_t, int | float):
         return None
-    return sum(1 for r in records if float(getattr(r, "t_start", 0.0)) > float(end_t))
+    job: set[int] = set()  # requests of the job
+    continued: set[int] = set()  # model calls begun late as a continuation of the job
+    late = 0
+    for r in sorted(records, key=lambda r: int(getattr(r, "index", 0))):
+        index = int(getattr(r, "index", 0))
+        lineage = getattr(r, "lineage", None)
+        lineage = lineage if isinstance(lineage, Mapping) else {}
+        if float(getattr(r, "t_start", 0.0)) <= float(end_t):
+            job.add(index)
+        elif lineage.get("kind") == "continuation" and lineage.get("of") in job:
+            job.add(index)
+            continued.add(index)
+        elif lineage.get("kind") == "retry" and lineage.get("call") in continued:
+            job.add(index)
+        else:
+            late += 1
+    return late
 
 
 def _expected_text(records: Iterable[Any]) -> str | None:

@@ -34,6 +34,7 @@ from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, runqueue_waits, snapshot, starved_s
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
 from harness.posture import Posture, sampling
+from harness.replies import DEFAULT_TOOL_SPEC
 from harness.scenario import Scenario
 from harness.targets.base import Job
 from harness.targets.runtime.process import ChildFailed, TargetProcess
@@ -199,7 +200,18 @@ def _job(plan: CasePlan, base_url: str, follow_up_url: str | None) -> Job:
         settings=scenario.watchdog.as_settings(),
         time_scale=plan.time_scale,
         follow_up_url=follow_up_url,
+        tools=_offered_tools(scenario),
     )
+
+
+def _offered_tools(scenario: Scenario) -> tuple[dict[str, Any], ...]:
+    """The tools the job's calls offer: the scenario's ``[request] tools``; unset, the
+    default tool on a tool-call script (a model calls only a tool it was offered)."""
+    if scenario.request.tools is not None:
+        return tuple(t.model_dump() for t in scenario.request.tools)
+    if scenario.script.reply in ("tool_call", "parallel_tool_calls"):
+        return (dict(DEFAULT_TOOL_SPEC),)
+    return ()
 
 
 class _DirectNetwork:

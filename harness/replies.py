@@ -15,14 +15,17 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_TOOL",
+    "DEFAULT_TOOL_SPEC",
     "fragments",
     "reasoning_deltas",
     "render_tool_call",
     "render_tool_calls",
     "reply_deltas",
     "reply_text",
+    "schema_arguments",
     "seed_for_request",
     "tool_arguments",
+    "tools_for_api",
 ]
 
 # fmt: off
@@ -59,6 +62,17 @@ def reply_text(seed: str, events: int) -> str:
 #: The tool a tool-call reply calls when the request names none: harmless by design
 #: (hermes's harness tool records its arguments; nothing else runs it).
 DEFAULT_TOOL = "record_note"
+#: The tool a job offers on a tool-call scenario that names none (``[request] tools``):
+#: the same shape hermes's driver registers (``hermes_driver/tool.py``).
+DEFAULT_TOOL_SPEC: dict[str, Any] = {
+    "name": DEFAULT_TOOL,
+    "description": "Record a note (a test tool: it only records its arguments).",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["path", "text"],
+    },
+}
 
 
 def tool_arguments(seed: str, call: int, words: int) -> str:
@@ -68,6 +82,85 @@ def tool_arguments(seed: str, call: int, words: int) -> str:
     text = " ".join(rng.choice(_VOCAB) for _ in range(max(1, words)))
     doc = {"path": f"notes/{rng.choice(_VOCAB)}-{call}.txt", "text": text}
     return json.dumps(doc, ensure_ascii=False)
+
+
+_NOTE_PROPERTIES = DEFAULT_TOOL_SPEC["parameters"]["properties"]
+
+
+def tools_for_api(tools: Sequence[Mapping[str, Any]], api: str) -> list[dict[str, Any]]:
+    """API-neutral tools (``{name, description, parameters}``: ``Job.tools``) in the form
+    ``api`` takes: chat ``{type: function, function: {...}}``, Responses ``{type:
+    function, name, ...}``, Messages ``{name, description, input_schema}``."""
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        spec = {"name": t["name"], "description": t.get("description", "")}
+        params = dict(t.get("parameters") or {"type": "object", "properties": {}})
+        if api == "chat":
+            out.append({"type": "function", "function": {**spec, "parameters": params}})
+        elif api == "responses":
+            out.append({"type": "function", **spec, "parameters": params})
+        else:
+            out.append({**spec, "input_schema": params})
+    return out
+
+
+def schema_arguments(schema: Any, seed: str, call: int, words: int) -> str:
+    """The JSON arguments of tool call number ``call`` for a tool whose parameters are
+    the JSON schema ``schema``: valid against it (every property, each of its type:
+    string, integer, number, boolean, array, object, null, ``enum`` / ``const``, the
+    first of ``anyOf`` / ``oneOf``), strings of ``words`` words with multi-byte
+    characters (so a cut can fall mid-string or mid-UTF-8), a property named ``path``
+    a ``.txt`` path. A schema with no properties that admits any (none given, or an
+    open object), and the default tool's own, get :func:`tool_arguments`' note shape."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    closed = isinstance(schema, Mapping) and schema.get("additionalProperties") is False
+    if (not props and not closed) or props == _NOTE_PROPERTIES:
+        # an open object, or the default tool's own schema: the note shape, the very
+        # bytes the catalog's expectations were measured on (where a fragment boundary
+        # or a duplicated fragment falls)
+        return tool_arguments(seed, call, words)
+    rng = random.Random(f"{seed}:tool:{call}")
+    return json.dumps(_value(schema, rng, max(1, words), "", call), ensure_ascii=False)
+
+
+def _value(schema: Any, rng: random.Random, words: int, name: str, call: int) -> Any:
+    """One value valid against ``schema`` (see :func:`schema_arguments`)."""
+    if not isinstance(schema, Mapping):
+        schema = {}
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return rng.choice(list(schema["enum"]))
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _value({**schema, key: None, **schema[key][0]}, rng, words, name, call)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind is None:
+        kind = "object" if "properties" in schema else "string"
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: _value(v, rng, words, k, call) for k, v in props.items()}
+    if kind == "array":
+        low, high = int(schema.get("minItems", 1)), int(schema.get("maxItems", 2))
+        n = max(low, min(2, high))
+        return [_value(schema.get("items"), rng, words, name, call) for _ in range(n)]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1)
+        high = schema.get("maximum", schema.get("exclusiveMaximum", low + 101) - 1)
+        number = rng.randint(int(low), max(int(low), int(high)))
+        return number if kind == "integer" else float(number)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    if name == "path":
+        text = f"notes/{rng.choice(_VOCAB)}-{call}.txt"
+    else:
+        text = " ".join(rng.choice(_VOCAB) for _ in range(words))
+    text = text.ljust(int(schema.get("minLength", 0)), "x")
+    return text[: schema["maxLength"]] if "maxLength" in schema else text
 
 
 def fragments(text: str, pieces: int) -> list[str]:

@@ -100,6 +100,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+class ToolSpec(_Model):
+    """A function tool the job offers; ``parameters``: the JSON schema its calls follow."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
 class RequestSpec(_Model):
     """What the target asks for. ``prompt_bytes`` pads the prompt (large-request cases)."""
 
@@ -114,6 +122,9 @@ class RequestSpec(_Model):
     rebuild_after: int | None = Field(default=None, ge=1)
     #: Pause between sequential calls, scenario seconds (an agent thinking between turns).
     pause_s: float = Field(default=0.0, ge=0, le=3600)
+    #: The tools each call offers; None: ``record_note`` (``replies.DEFAULT_TOOL_SPEC``)
+    #: on a tool-call script, else none; ``[]``: none (a tool-call script answers text).
+    tools: tuple[ToolSpec, ...] | None = None
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages, with the prompt padded to ``prompt_bytes``."""

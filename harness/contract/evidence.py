@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.contract.derive import Contract
-from harness.contract.verdict import CHECKS, Facts, bound_s, early_retry
+from harness.contract.verdict import (
+    CHECKS,
+    Facts,
+    bound_s,
+    early_retry,
+    greedy_call,
+    request_budget,
+)
 
 __all__ = ["applicable_checks", "contract_facts", "evidence_for"]
 
@@ -71,7 +78,15 @@ def _evidence(name: str, contract: Contract, facts: Facts) -> str:
             return f"ended at the {facts.ceiling_s:.2f} s ceiling, bound {bound:.2f} s"
         return f"ended at {at}, bound {bound:.2f} s"
     if name == "request_budget":
-        return f"{facts.requests} requests, budget {contract.max_requests}"
+        budget = request_budget(contract, facts)
+        calls = max(contract.calls, facts.model_calls)
+        greedy = greedy_call(contract, facts)
+        if greedy is not None and (facts.requests or 0) <= budget:
+            first, n, allowed = greedy
+            return (
+                f"the model call begun by request {first} took {n} requests, at most {allowed} each"
+            )
+        return f"{facts.requests} requests for {calls} model call(s), budget {budget}"
     if name == "retry_after":
         return _retry_after(contract, facts)
     if name == "no_retry_non_retryable":

@@ -8,7 +8,12 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
     clean_error             an error is a typed one, not a crash of the client or target
     honest_reply            never a partial, different or error text returned as the reply
     bounded                 the call ended (returned or raised) within the bound
-    request_budget          at most ``max_requests`` LLM requests
+    request_budget          at most ``max_requests`` LLM requests for the scenario's calls,
+                            and one call's share more for each further model call the
+                            server saw (``Facts.call_requests``: an agent's next call,
+                            its conversation extended, is not a retry); where the server
+                            told the calls apart, no call took more than the budget
+                            less one request for each other call of the scenario
     retry_after             no retry sooner than the Retry-After the server sent
     no_retry_non_retryable  one request per call when the status cannot be fixed by a retry
     no_hammering            at most ``max_requests_per_window`` requests in any window
@@ -56,7 +61,9 @@ __all__ = [
     "Verdict",
     "bound_s",
     "early_retry",
+    "greedy_call",
     "judge",
+    "request_budget",
 ]
 
 #: The verdict of a case that never ran (no check judged it).
@@ -126,6 +133,13 @@ class Facts:
     wire_attempts: int | None = None
     #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
     dead_peer: DeadPeerCheck | None = None
+    #: (first request's index, requests) of each model call the server saw: a request
+    #: that is not a retry begins one (``harness.server.lineage``); empty: not known.
+    call_requests: Sequence[tuple[int, int]] = ()
+
+    @property
+    def model_calls(self) -> int:
+        return len(self.call_requests)
 
 
 @dataclass(frozen=True)
@@ -158,7 +172,14 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
             "bounded",
             outcome.kind != "hung" and (facts.elapsed_s is None or facts.elapsed_s <= bound),
         ),
-        ("request_budget", facts.requests is None or facts.requests <= contract.max_requests),
+        (
+            "request_budget",
+            facts.requests is None
+            or (
+                facts.requests <= request_budget(contract, facts)
+                and greedy_call(contract, facts) is None
+            ),
+        ),
         ("retry_after", early_retry(contract, facts) is None),
         (
             "no_retry_non_retryable",
@@ -182,6 +203,28 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
         ),
         ("dead_peer_bound", facts.dead_peer is None or not facts.dead_peer.failed),
     ]
+
+
+def request_budget(contract: Contract, facts: Facts) -> int:
+    """The requests allowed for the model calls made: the contract's budget for its
+    calls, plus one call's share of it for each model call beyond them."""
+    extra = max(0, facts.model_calls - contract.calls)
+    share = -(-contract.max_requests // max(1, contract.calls))
+    return contract.max_requests + extra * share
+
+
+def greedy_call(contract: Contract, facts: Facts) -> tuple[int, int, int] | None:
+    """(first request, requests, allowed) of the first model call that took more than one
+    call may: the budget less one request for each other call of the scenario. None:
+    none did, or the server saw fewer calls than the scenario makes (identical calls
+    read as retries of one, so no call's share is known)."""
+    if len(facts.call_requests) < contract.calls:
+        return None
+    allowed = contract.max_requests - (contract.calls - 1)
+    for first, n in facts.call_requests:
+        if n > allowed:
+            return first, n, allowed
+    return None
 
 
 def bound_s(contract: Contract, facts: Facts) -> float:

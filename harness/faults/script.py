@@ -206,7 +206,8 @@ class FaultScript:
 
     ``reply`` is what a healthy reply carries: ``text``; ``tool_call`` (one function
     call whose arguments stream in ``events`` fragments); ``parallel_tool_calls`` (two);
-    ``reasoning`` (``reasoning_events`` reasoning deltas, then the text). ``dialect``
+    ``reasoning`` (``reasoning_events`` reasoning deltas, then the text); ``tool`` names
+    the offered tool a tool call names (default: the first the request offers). ``dialect``
     shapes the healthy bytes like one real server (None: the API's reference shape).
     """
 
@@ -221,6 +222,8 @@ class FaultScript:
     reply: str = "text"
     reasoning_events: int = 4
     dialect: str | None = None
+    #: The offered tool a tool-call reply names (None, or not offered: the first offered).
+    tool: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(self.rules))
@@ -231,6 +234,8 @@ class FaultScript:
         n = self.reasoning_events
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10_000:
             raise FaultSpecError("reasoning_events", n, "a whole number 1..10000")
+        if self.tool is not None and (not isinstance(self.tool, str) or not self.tool):
+            raise FaultSpecError("tool", self.tool, "a tool's name or omitted")
         if self.content is not None and (not isinstance(self.content, str) or not self.content):
             raise FaultSpecError("content", self.content, "a non-empty string or omitted")
         if self.framing not in FRAMINGS:

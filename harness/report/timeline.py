@@ -19,7 +19,7 @@ from harness.outcome import FAULT_KINDS
 from harness.report.common import evidence_lines, fmt_cause, fmt_verdict
 from harness.report.posture import connection_lines
 
-__all__ = ["relay_story", "render_timeline", "timeline_rows", "verdict_story"]
+__all__ = ["relay_story", "render_timeline", "request_lines", "timeline_rows", "verdict_story"]
 
 #: Printed under a timeline that has relay TCP samples: what the four legs are.
 RELAY_LEGEND = (
@@ -110,6 +110,8 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         f"{'-' if result.latency_s is None else f'{result.latency_s * 1000:.1f} ms'}; "
         f"leaks: {'?' if result.leaks is None else result.leaks}"
     )
+    for line in request_lines(result):
+        console.print(Text(line))
     story = relay_story(result)
     if story:
         console.print(Text(RELAY_LEGEND, style="dim"))
@@ -123,6 +125,32 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
         console.print(Text(result.message, style="dim"))
     for line in verdict_story(result):
         console.print(Text(line, style="bold red" if line.startswith("  ") else "bold"))
+
+
+def request_lines(result: Any) -> list[str]:
+    """One line per LLM request whose body the server read (its ``request_shape`` event):
+    stream or not, the tools offered, the roles and message count, and its lineage -- a
+    retry of, or a continuation of, which earlier request, and what was appended."""
+    lines = []
+    for e in result.timeline:
+        if e.get("kind") != "request_shape":
+            continue
+        d = e.get("detail") or {}
+        tools = ", ".join(d.get("tools") or ()) or "none"
+        roles = " ".join(d.get("roles") or ())
+        lineage = str(d.get("lineage"))
+        if lineage == "retry":
+            lineage = f"retry of req {d.get('of')} (model call req {d.get('call')})"
+        elif lineage == "continuation":
+            added = ", ".join(d.get("appended") or ())
+            lineage = f"continuation of req {d.get('of')} (+ {added})"
+        else:
+            lineage = "new conversation"
+        lines.append(
+            f"req {e.get('request')}: {'stream' if d.get('stream') else 'no stream'}, "
+            f"tools {tools}, {d.get('messages')} message(s) [{roles}]: {lineage}"
+        )
+    return lines
 
 
 def verdict_story(result: Any) -> list[str]:

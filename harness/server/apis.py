@@ -10,10 +10,15 @@ and ``payloads/messages.py``; dialect profiles (``dialects.py``) vary them benig
 What a reply carries (``FaultScript.reply``)::
 
     text                 ``events`` text deltas
-    tool_call            one function call, its JSON arguments in ``events`` fragments;
-                         a request that carries a tool result gets the text reply (the
-                         agent ran the tool, the model answers)
-    parallel_tool_calls  two calls, ``events`` fragments each (text after a tool result)
+    tool_call            one function call, its JSON arguments in ``events`` fragments,
+                         as a model makes one: only to a request that offers tools,
+                         naming one of them (the script's ``tool`` when offered, else
+                         the first), arguments valid against its JSON schema
+                         (``replies.schema_arguments``); a request that offers none, or
+                         carries a tool result (chat ``role: tool``, Responses
+                         ``function_call_output``, Messages ``tool_result``), gets the
+                         text reply (the agent ran the tool, the model answers)
+    parallel_tool_calls  two calls, ``events`` fragments each (text as above)
     reasoning            ``reasoning_events`` reasoning deltas, then ``events`` text deltas
 
 What ``event:N`` counts (the counted units of a plan, in order; keep-alive comments,
@@ -58,24 +63,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.replies import (
-    DEFAULT_TOOL,
     fragments,
     reasoning_deltas,
     render_tool_call,
     reply_deltas,
+    schema_arguments,
     seed_for_request,
-    tool_arguments,
 )
+from harness.server.lineage import Conversation
 from harness.server.payloads import chat, messages, responses
 from harness.server.payloads.common import BuildInput, Content, ToolCall, splice
 from harness.sse import encode_comment
 from harness.vocab.dialects import dialect_for
 
 __all__ = [
+    "conversation_of",
     "edit_plan",
     "ReplyPlan",
     "error_body",
     "models_body",
+    "offered_tools",
     "plan_reply",
     "reply_words",
 ]
@@ -87,6 +94,8 @@ _COMMENT = encode_comment("keepalive")
 #: ``created`` of every reply: fixed per process so equal requests get equal bytes.
 CREATED = int(time.time())
 _BUILDERS = {"chat": chat.build, "responses": responses.build, "messages": messages.build}
+#: responses' reader also takes the request's seed (its reply's id)
+_READERS = {"chat": chat.conversation, "messages": messages.conversation}
 _ERROR_EVENTS = {
     "chat": chat.error_event,
     "responses": responses.error_event,
@@ -148,6 +157,13 @@ class ReplyPlan:
         return unit if self.newline == b"\n" else unit.replace(b"\n", self.newline)
 
 
+def conversation_of(api: str, body: Mapping[str, Any]) -> Conversation:
+    """The conversation ``body`` carries, read by ``api``'s reader (``payloads``)."""
+    if api == "responses":
+        return responses.conversation(body, seed_for_request(dict(body)))
+    return _READERS[api](body)
+
+
 def edit_plan(api: str, *, stream: bool, kinds: tuple[str, ...], newline: bytes) -> ReplyPlan:
     """A plan with no units of its own, for payload edits on units that came from
     elsewhere (a proxied or recorded stream, ``harness.record.edits``)."""
@@ -185,10 +201,13 @@ def plan_reply(
     shape: str = "text",
     reasoning_events: int = 4,
     dialect: str | None = None,
+    tool: str | None = None,
 ) -> ReplyPlan:
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
     seed = seed_for_request(dict(body))
-    carried = _content(body, seed, shape, events=events, text=content, reasoning=reasoning_events)
+    carried = _content(
+        body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
+    )
     profile = dialect_for(dialect, api)
     given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
     built = _BUILDERS[api](given)
@@ -271,25 +290,52 @@ _ERROR_CODES = {
 
 
 def _content(
-    body: Mapping[str, Any], seed: str, shape: str, *, events: int, text: str | None, reasoning: int
+    body: Mapping[str, Any],
+    seed: str,
+    shape: str,
+    *,
+    events: int,
+    text: str | None,
+    reasoning: int,
+    tool: str | None = None,
 ) -> Content:
-    """What the reply carries for ``shape`` (``FaultScript.reply``)."""
+    """What the reply carries for ``shape`` (``FaultScript.reply``), as a model would:
+    a tool call only to a request that offers tools, naming one of them (``tool`` when
+    offered, else the first) with arguments valid against its schema; text after a
+    tool result, or when no tool is offered."""
     deltas = reply_words(body, events=events, content=text, seed=seed)
     if shape == "text":
         return Content(deltas)
     if shape == "reasoning":
         return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
-    if _has_tool_result(body):
-        return Content(deltas)  # the agent ran the tool: the model answers in text
-    name = _tool_name(body)
+    offered = offered_tools(body)
+    if not offered or _has_tool_result(body):
+        return Content(deltas)  # nothing to call, or the agent ran it: the model answers
+    name, schema = next(((n, p) for n, p in offered if n == tool), offered[0])
     calls = 2 if shape == "parallel_tool_calls" else 1
     tool_calls = []
     for i in range(calls):
-        args = tool_arguments(seed, i, words=max(2, events))
+        args = schema_arguments(schema, seed, i, words=max(2, events))
         tool_calls.append(
             ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
         )
     return Content([], tool_calls=tool_calls)
+
+
+def offered_tools(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The function tools a request offers, (name, parameters schema) in order: chat
+    ``{type: function, function: {name, parameters}}``, Responses ``{type: function,
+    name, parameters}``, Anthropic ``{name, input_schema}``."""
+    out = []
+    for tool in body.get("tools") or ():
+        if not isinstance(tool, Mapping):
+            continue
+        fn = tool.get("function")
+        spec = fn if isinstance(fn, Mapping) else tool
+        name = spec.get("name")
+        if isinstance(name, str) and name:
+            out.append((name, spec.get("parameters", spec.get("input_schema"))))
+    return out
 
 
 def _has_tool_result(body: Mapping[str, Any]) -> bool:
@@ -309,18 +355,6 @@ def _has_tool_result(body: Mapping[str, Any]) -> bool:
         ):
             return True
     return False
-
-
-def _tool_name(body: Mapping[str, Any]) -> str:
-    """The first function tool the request offers (chat, Responses or Anthropic shape)."""
-    for tool in body.get("tools") or ():
-        if not isinstance(tool, Mapping):
-            continue
-        fn = tool.get("function")
-        name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
-        if isinstance(name, str) and name:
-            return name
-    return DEFAULT_TOOL
 
 
 def _dumps(doc: Any) -> bytes:

@@ -29,9 +29,10 @@ from typing import Any
 import h11
 
 from harness.faults import FaultScript
-from harness.server.apis import error_body, models_body, plan_reply
+from harness.server.apis import conversation_of, error_body, models_body, plan_reply
 from harness.server.body import write_reply
 from harness.server.connection import Connection
+from harness.server.lineage import Conversation, place
 from harness.server.reading import MAX_BODY_BYTES, Head, read_body
 from harness.server.timeline import RequestRecord, Timeline
 from harness.server.wire import Exchange, RequestSite, write_simple
@@ -143,12 +144,26 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             shape=s.reply,
             reasoning_events=s.reasoning_events,
             dialect=s.dialect,
+            tool=s.tool,
         )
     expected = plan.expected_text if plan is not None else ""
     if source is not None:
         expected = source.expected_text(path)
-    add_record(stream, expected, len(body))
+    conv = conversation_of(api, doc) if bad is None and isinstance(doc, dict) else None
+    lineage = add_record(stream, expected, len(body), conv)
     record("request_read", bytes=len(body))
+    if conv is not None and lineage is not None:
+        record(
+            "request_shape",
+            stream=stream,
+            tools=conv.tool_names,
+            roles=conv.roles,
+            messages=len(conv.turns),
+            lineage=lineage["kind"],
+            of=lineage["of"],
+            call=lineage["call"],
+            appended=tuple(lineage["appended"]),
+        )
 
     if action is not None and phase in ("accept", "request"):
         if await action.after_body(RequestSite(ex, phase, api)):
@@ -187,16 +202,27 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     return keep, idle if keep else None
 
 
-def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int], None]:
-    """The request's record for the timeline, added once (whichever step ends it)."""
+def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, Any] | None]:
+    """The request's record for the timeline, added once (whichever step ends it);
+    returns its lineage (None: no body read, or added already)."""
     t_start = min(req.head.arrived_t, time.monotonic())
     done = False
 
-    def add(stream: bool, expected: str, body_bytes: int) -> None:
+    def add(
+        stream: bool, expected: str, body_bytes: int, conv: Conversation | None = None
+    ) -> dict[str, Any] | None:
         nonlocal done
         if done:
-            return
+            return None
         done = True
+        lineage = None
+        if conv is not None:
+            earlier = [
+                (r.index, r.conversation, int(r.lineage["call"]))
+                for r in req.timeline.requests()
+                if r.conversation is not None and r.lineage is not None
+            ]
+            lineage = place(req.index, conv, earlier).to_dict()
         req.timeline.add_request(
             RequestRecord(
                 index=req.index,
@@ -210,8 +236,11 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[[bool, str, int
                 expected_text=expected,
                 t_start=t_start,
                 body_bytes=body_bytes,
+                lineage=lineage,
+                conversation=conv,
             )
         )
+        return lineage
 
     return add
 

@@ -75,9 +75,13 @@ class RequestRecord:
     expected_text: str
     t_start: float
     body_bytes: int = 0
+    lineage: dict[str, Any] | None = None
+    conversation: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del out["conversation"]
+        return out
 
 
 class Timeline:

@@ -61,8 +61,8 @@ How to add a target
    MRO: ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
    the agent went on to return a reply: classification makes it the outcome
    ``executed_truncated_tool_call`` and every contract fails it
-   (``no_truncated_tool_execution``). A target whose tool the fault server never names
-   (its tool calls name ``record_note``, ``harness.replies.DEFAULT_TOOL``) cannot run one.
+   (``no_truncated_tool_execution``). The fault server calls only a tool the request
+   offers (``job.tools``, default ``record_note``: ``harness.replies.DEFAULT_TOOL_SPEC``).
 2. Run it: ``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it and
    judges every case by the scenario's contract (verdict pass / safe / fail). No
    scenario file needs an edit. Optionally register a short name through the
@@ -138,17 +138,23 @@ class Job:
     #: A healthy server for one follow-up call through the same client after the job's
     #: calls (``follow_up``); None: make none. Set only for a ``Target.follows_up`` target.
     follow_up_url: str | None = None
+    #: The tools every call offers, ``{name, description, parameters}`` (a JSON schema;
+    #: each API's form: ``harness.replies.tools_for_api``); the fault server calls a tool
+    #: only when offered one, and names one of these.
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["messages"] = [dict(m) for m in self.messages]
         data["settings"] = dict(self.settings)
+        data["tools"] = [dict(t) for t in self.tools]
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Job:
         data = dict(data)
         data["messages"] = tuple(dict(m) for m in data.get("messages", ()))
+        data["tools"] = tuple(dict(t) for t in data.get("tools", ()))
         return cls(**data)
 
 

@@ -240,3 +240,61 @@ def test_time_scale_notes_tell_a_scenarios_floor_from_a_targets():
         "targets with a time-scale floor of their own (every case at least that): hermes (0.2)"
         in text
     )
+
+
+def test_explain_shows_each_requests_shape_and_lineage():
+    def shape(t, request, **detail):
+        return {"t": t, "conn": 1, "request": request, "kind": "request_shape", "detail": detail}
+
+    result = case(
+        kind="ok",
+        error=None,
+        expected="ok",
+        timeline=(
+            shape(
+                100.1,
+                1,
+                stream=True,
+                tools=("search",),
+                roles=("user",),
+                messages=1,
+                lineage="new",
+                of=None,
+                call=1,
+                appended=(),
+            ),
+            shape(
+                100.2,
+                2,
+                stream=True,
+                tools=("search",),
+                roles=("user",),
+                messages=1,
+                lineage="retry",
+                of=1,
+                call=1,
+                appended=(),
+            ),
+            shape(
+                100.3,
+                3,
+                stream=False,
+                tools=(),
+                roles=("user", "assistant", "tool"),
+                messages=3,
+                lineage="continuation",
+                of=2,
+                call=3,
+                appended=("assistant:tool_call", "tool:tool_result"),
+            ),
+        ),
+    )
+    console = Console(record=True, width=200)
+    render_timeline(result, console=console)
+    text = console.export_text()
+    assert "req 1: stream, tools search, 1 message(s) [user]: new conversation" in text
+    assert "req 2: stream, tools search, 1 message(s) [user]: retry of req 1" in text
+    assert (
+        "req 3: no stream, tools none, 3 message(s) [user assistant tool]: continuation of "
+        "req 2 (+ assistant:tool_call, tool:tool_result)" in text
+    )

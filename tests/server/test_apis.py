@@ -136,15 +136,20 @@ def test_keepalive_on_messages_stream_is_ping_events(server: FaultServer) -> Non
     ],
 )
 def test_a_tool_call_reply_answers_a_tool_result_with_text(api: str, result: dict) -> None:
+    from harness.replies import DEFAULT_TOOL_SPEC, tools_for_api
     from harness.server.apis import plan_reply
 
     key = "input" if api == "responses" else "messages"
+    tools = tools_for_api([DEFAULT_TOOL_SPEC], api)
     first = plan_reply(
-        api, {key: [{"role": "user", "content": "x"}], "stream": True}, events=3, shape="tool_call"
+        api,
+        {key: [{"role": "user", "content": "x"}], "stream": True, "tools": tools},
+        events=3,
+        shape="tool_call",
     )
     after = plan_reply(
         api,
-        {key: [{"role": "user", "content": "x"}, result], "stream": True},
+        {key: [{"role": "user", "content": "x"}, result], "stream": True, "tools": tools},
         events=3,
         shape="tool_call",
     )

@@ -14,6 +14,8 @@ import pytest
 
 import harness.faults.actions as actions_pkg
 from harness.faults import ACTIONS, script_from_dict
+from harness.replies import DEFAULT_TOOL_SPEC as NOTE
+from harness.replies import tools_for_api
 from harness.server import FaultServer
 from harness.sse import Event, SSEDecoder
 
@@ -28,7 +30,7 @@ def _load(server: FaultServer, fault: dict, **script: object) -> None:
 
 
 def _raw(server: FaultServer, api: str) -> bytes:
-    body = {"model": "m", "stream": True, "max_tokens": 5}
+    body = {"model": "m", "stream": True, "max_tokens": 5, "tools": tools_for_api([NOTE], api)}
     body["input" if api == "responses" else "messages"] = [{"role": "user", "content": "hi"}]
     r = httpx.post(server.base_url + PATHS[api], json=body, timeout=10)
     return r.content
@@ -89,7 +91,10 @@ def test_cut_tool_call_is_a_truncated_tool_call_to_the_openai_sdk(server: FaultS
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
     args, finish = "", None
     for chunk in client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "x"}], stream=True
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        stream=True,
+        tools=tools_for_api([NOTE], "chat"),
     ):
         for choice in chunk.choices:
             finish = choice.finish_reason or finish

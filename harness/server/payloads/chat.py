@@ -5,9 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.server.lineage import Conversation, Turn, plain
 from harness.server.payloads.common import HOLE, BuildInput, Units, data_unit, dumps
 
-__all__ = ["build"]
+__all__ = ["build", "conversation"]
+
+
+def conversation(body: Mapping[str, Any]) -> Conversation:
+    """The conversation a chat request carries: its messages in order (``role: tool``
+    a tool result, an assistant message with ``tool_calls`` a tool call)."""
+    turns = []
+    for m in body.get("messages") or ():
+        if not isinstance(m, Mapping):
+            turns.append(Turn("?", "other", plain(m)))
+            continue
+        role = str(m.get("role") or "?")
+        kind = "tool_result" if role in ("tool", "function") else "text"
+        if role == "assistant" and m.get("tool_calls"):
+            kind = "tool_call"
+        turns.append(Turn(role, kind, plain(m)))
+    tools = body.get("tools") or ()
+    names = tuple(
+        str(t["function"].get("name"))
+        for t in tools
+        if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
+    )
+    return Conversation(tuple(turns), plain(tools) if tools else None, names)
 
 
 def build(req: BuildInput) -> Units:

@@ -3,11 +3,46 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from harness.server.lineage import Conversation, Turn, plain
 from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
-__all__ = ["PING", "build", "error_event"]
+__all__ = ["PING", "build", "conversation", "error_event"]
+
+
+def conversation(body: Mapping[str, Any]) -> Conversation:
+    """The conversation a Messages request carries: ``system``, then its messages (a
+    user message with a ``tool_result`` block is a tool result, an assistant message
+    with a ``tool_use`` block a tool call)."""
+    turns = []
+    system = body.get("system")
+    if system:
+        turns.append(Turn("system", "text", plain(system)))
+    for m in body.get("messages") or ():
+        if not isinstance(m, Mapping):
+            turns.append(Turn("?", "other", plain(m)))
+            continue
+        role = str(m.get("role") or "?")
+        content = m.get("content")
+        types = (
+            {b.get("type") for b in content if isinstance(b, Mapping)}
+            if isinstance(content, list)
+            else set()
+        )
+        kind = (
+            "tool_result"
+            if "tool_result" in types
+            else "tool_call"
+            if "tool_use" in types
+            else "text"
+        )
+        turns.append(Turn(role, kind, plain(m)))
+    tools = body.get("tools") or ()
+    names = tuple(str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("name"))
+    return Conversation(tuple(turns), plain(tools) if tools else None, names)
+
 
 #: Exactly the bytes the server always sent (json.dumps default separators).
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'

@@ -3,11 +3,55 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import Any
 
+from harness.server.lineage import Conversation, Turn, plain
 from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
 
-__all__ = ["build", "error_event"]
+__all__ = ["build", "conversation", "error_event", "reply_id"]
+
+#: Input item types and what they are in a conversation.
+_ITEM_KINDS = {
+    "function_call_output": ("tool", "tool_result"),
+    "function_call": ("assistant", "tool_call"),
+    "reasoning": ("assistant", "reasoning"),
+}
+
+
+def reply_id(seed: str) -> str:
+    """The ``id`` of the reply to a request with ``seed`` (what ``previous_response_id``
+    names when a client continues from it)."""
+    return f"resp_{seed}"
+
+
+def conversation(body: Mapping[str, Any], seed: str = "") -> Conversation:
+    """The conversation a Responses request carries: ``instructions``, then its input
+    items (a ``function_call_output`` item is a tool result, a ``function_call`` one a
+    tool call); ``previous_response_id`` names the reply it continues."""
+    turns = []
+    if body.get("instructions"):
+        turns.append(Turn("system", "text", plain(body["instructions"])))
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items or ():
+        if not isinstance(item, Mapping):
+            turns.append(Turn("?", "other", plain(item)))
+            continue
+        role, kind = _ITEM_KINDS.get(str(item.get("type")), (str(item.get("role") or "?"), "text"))
+        turns.append(Turn(role, kind, plain(item)))
+    tools = body.get("tools") or ()
+    names = tuple(str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("name"))
+    previous = body.get("previous_response_id")
+    return Conversation(
+        tuple(turns),
+        plain(tools) if tools else None,
+        names,
+        reply_id=reply_id(seed) if seed else "",
+        previous=str(previous) if previous else None,
+    )
+
 
 _SEQ = -7777  # placeholder sequence number in delta templates
 _SEQ_JSON = b'"sequence_number":%d' % _SEQ
@@ -15,7 +59,7 @@ _SEQ_JSON = b'"sequence_number":%d' % _SEQ
 
 def build(req: BuildInput) -> Units:
     content, dialect = req.content, req.dialect
-    rid, mid, rsid = f"resp_{req.seed}", f"msg_{req.seed}", f"rs_{req.seed}"
+    rid, mid, rsid = reply_id(req.seed), f"msg_{req.seed}", f"rs_{req.seed}"
     text = content.text
     reasoning = "".join(content.reasoning)
     output_tokens = content.output_tokens

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.replies import render_tool_call
+from harness.replies import render_tool_call, tools_for_api
 from harness.targets.base import CallResult, EventLog, Job
 from harness.targets.runtime.warmup import warm_up_target
 from harness.targets.sdk_client import SDKClientTarget
@@ -64,11 +64,14 @@ def anthropic_base_url(openai_base_url: str) -> str:
 
 def message_kwargs(job: Job) -> dict[str, Any]:
     """The job's ``messages.create`` keywords (the guarded twin sends the same)."""
-    return {
+    kwargs: dict[str, Any] = {
         "model": job.model,
         "messages": [dict(m) for m in job.messages],
         "max_tokens": job.max_tokens or DEFAULT_MAX_TOKENS,
     }
+    if job.tools:
+        kwargs["tools"] = tools_for_api(job.tools, "messages")
+    return kwargs
 
 
 def create_message(client: Any, kwargs: dict[str, Any], log: EventLog) -> CallResult:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.replies import render_tool_call, render_tool_calls
+from harness.replies import render_tool_call, render_tool_calls, tools_for_api
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.runtime.venv import VenvTarget
 
@@ -84,6 +84,8 @@ def _close_cached_clients(llm: Any) -> None:
 
 def _one(llm: Any, job: Job, log: EventLog) -> tuple[str, str | None]:
     messages = [(m["role"], m["content"]) for m in job.messages]
+    if job.tools:
+        llm = llm.bind_tools(tools_for_api(job.tools, "chat"))
     if not job.stream:
         message = llm.invoke(messages)
         log.mark("response")

@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness.replies import tools_for_api
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
@@ -221,6 +222,8 @@ def _completion(job: Job, log: EventLog) -> tuple[str, str | None]:
     }
     if job.max_tokens is not None or job.api == "messages":
         kwargs["max_tokens"] = job.max_tokens or 1024  # the Messages API requires it
+    if job.tools:  # OpenAI's form: LiteLLM converts it for the Messages API
+        kwargs["tools"] = tools_for_api(job.tools, "chat")
     if not job.stream:
         resp = litellm.completion(**kwargs)
         log.mark("response")

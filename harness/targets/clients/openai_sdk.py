@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.replies import render_tool_call, render_tool_calls
+from harness.replies import render_tool_call, render_tool_calls, tools_for_api
 from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.warmup import warm_up_target
@@ -59,6 +59,8 @@ def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
     kwargs: dict[str, Any] = {"model": job.model, "messages": [dict(m) for m in job.messages]}
     if job.max_tokens is not None:
         kwargs["max_tokens"] = job.max_tokens
+    if job.tools:
+        kwargs["tools"] = tools_for_api(job.tools, "chat")
     if not job.stream:
         resp = client.chat.completions.create(**kwargs)
         log.mark("response")
@@ -75,6 +77,8 @@ def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
     kwargs: dict[str, Any] = {"model": job.model, "input": [dict(m) for m in job.messages]}
     if job.max_tokens is not None:
         kwargs["max_output_tokens"] = job.max_tokens
+    if job.tools:
+        kwargs["tools"] = tools_for_api(job.tools, "responses")
     if not job.stream:
         resp = client.responses.create(**kwargs)
         log.mark("response")

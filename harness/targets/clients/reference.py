@@ -74,10 +74,15 @@ def job_settings(job: Job) -> Any:
 
 
 def job_options(job: Job) -> dict[str, Any]:
-    """``complete``'s options for ``job`` (``max_tokens`` only when the job sets one)."""
+    """``complete``'s options for ``job`` (``max_tokens`` and ``tools`` only when the job
+    sets them)."""
     kwargs: dict[str, Any] = {"model": job.model, "api": job.api, "stream": job.stream}
     if job.max_tokens is not None:
         kwargs["max_tokens"] = job.max_tokens
+    if job.tools:
+        from harness.replies import tools_for_api
+
+        kwargs["tools"] = tools_for_api(job.tools, job.api)
     return kwargs
 
 
