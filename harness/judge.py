@@ -27,6 +27,7 @@ from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
+from harness.contract.reach import rule_firings, unreached
 from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
@@ -54,7 +55,7 @@ def judge_case(
     time_scale, ceiling_s = plan.time_scale, plan.ceiling_s
     report = observed.report
     records = [r for r in observed.records if getattr(r, "api", None) in APIS]
-    ran = not (report and report.get("status") in ("skipped", "not_applicable"))
+    ran = not (report and report.get("status") in ("skipped", "not_applicable", "did_not_start"))
     outcome = classify(
         report,
         expected_text=_expected_text(records),
@@ -73,6 +74,11 @@ def judge_case(
     late = _late_requests(records, end_t) if ran else None
     contract = contract_for(scenario)
     dead_peer = judge_dead_peer(contract, observed.posture) if ran else None
+    # A fault that never fired (or calls never made) judges nothing: read from the
+    # server's records and the timeline, never from what the target says it did.
+    not_exercised = (
+        unreached(scenario, records, observed.timeline, outcome_kind=outcome.kind) if ran else None
+    )
     facts = Facts(
         outcome=outcome,
         time_scale=time_scale,
@@ -94,6 +100,7 @@ def judge_case(
             if ran and scenario.backend == "server"
             else None
         ),
+        unreached=not_exercised,
     )
     verdict = judge(contract, facts)
     result = CaseResult(
@@ -132,6 +139,8 @@ def judge_case(
         posture=tuple(observed.posture.to_list()) if observed.posture is not None else (),
         posture_unreadable=_unreadable(observed.posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
+        not_exercised=not_exercised or "",
+        rules=tuple(rule_firings(scenario.script.rules, records, observed.timeline)) if ran else (),
     )
     return _with_match(result, expected, observed)
 
@@ -250,6 +259,6 @@ def _message(report: Mapping[str, Any] | None, outcome: Outcome) -> str:
         causes = report.get("causes") or []
         cause = f" (from {causes[0]})" if causes else ""
         return f"{report.get('error')}: {report.get('message', '')}{cause}"[:600]
-    if report.get("status") in ("skipped", "not_applicable"):
+    if report.get("status") in ("skipped", "not_applicable", "did_not_start"):
         return str(report.get("message") or outcome.detail)
     return outcome.detail

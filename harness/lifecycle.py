@@ -4,10 +4,14 @@ For one case: the scenario's fault script goes into the fault server (through a 
 Toxiproxy or a kernel namespace when the scenario says so), a target child process
 (pre-started and warm, or a new one: ``harness.children``) gets a
 :class:`~harness.targets.base.Job`, and
-the runner waits for its result until the **outer ceiling** counted from the child's
-``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
-before ``ready`` and never count against the case. A child that has not answered by
-then is killed (the case is ``hung``). While it runs, the posture of its client sockets
+the runner waits for its result until the **outer ceiling** counted from the moment the
+client is ready: its first connection to the server after the child's ``started``
+message (or ``started`` itself, for a call that returned before any). The child's
+imports and warm-up (``Target.prepare``) happen before ``ready``, and a client's own
+set-up inside ``call()`` before its first request: neither counts against the case. A
+child that has not answered by the ceiling is killed (the case is ``hung``); one that
+died or stalled before ``ready``, or made no request and no result within its start-up
+allowance (``Target.start_allowance_s``), is ``did_not_start``, with its stderr tail. While it runs, the posture of its client sockets
 is sampled (``harness.posture``: at each request the server reads, at each fault, and
 once more at the end, before a hung child is killed). Then the child's leaks are read from /proc
 (descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
@@ -40,6 +44,10 @@ from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 __all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "Observed", "observe_case"]
 
+#: While waiting for a client's first request, the child's result is awaited in slices
+#: this long between looks at the server's timeline (a select on the child's pipe, so a
+#: result ends the wait at once).
+CONTACT_SLICE_S = 0.02
 #: Leak re-reads after a result: a closing thread or socket may need a moment to go.
 LEAK_SETTLE_READS = 10
 LEAK_SETTLE_S = 0.02
@@ -116,6 +124,7 @@ def _run_in_child(
     leaks: Leaks | None = None
     started_t: float | None = None
     posture: Posture | None = None
+    began = False  # "started" read: a failure from here on is a crash, not a start-up
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
@@ -127,14 +136,16 @@ def _run_in_child(
             net.arm(timeout=plan.ceiling_s)
             child.run(job.to_dict())
             first = child.wait_started(time.monotonic() + CHILD_START_S)
+            began = True
             if first.get("event") == "result":
                 report = first
             else:
-                started_t = float(first["t"])
-                report = child.wait_result(started_t + plan.ceiling_s)
+                report, started_t = _wait_client(child, net.server, float(first["t"]), plan)
             sampler.sample("end")  # a hung call's held connection, before the kill
         posture = sampler.result()
-        if report is None:
+        if report is not None and report.get("status") == "did_not_start":
+            child.kill()
+        elif report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
             child.kill()
         else:
@@ -145,12 +156,15 @@ def _run_in_child(
                 child.finish(time.monotonic() + children.FINISH_S)
     except ChildFailed as exc:
         child.kill()
-        report = {
-            "status": "crashed",
-            "error": "TargetCrashed",
-            "mro": ["TargetCrashed"],
-            "message": str(exc)[-500:],
-        }
+        if began:
+            report = {
+                "status": "crashed",
+                "error": "TargetCrashed",
+                "mro": ["TargetCrashed"],
+                "message": str(exc)[-500:],
+            }
+        else:  # it never got to the job: named as such, never judged as the client's call
+            report = _did_not_start(child, f"the child failed before it was ready: {exc}")
     timeline = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in net.server.timeline()]
     timeline = sorted(timeline + list(net.events()), key=lambda e: e["t"])
     observed = Observed(
@@ -163,6 +177,43 @@ def _run_in_child(
         posture=posture,
     )
     return observed, reusable
+
+
+def _wait_client(
+    child: TargetProcess, server: Any, started_t: float, plan: CasePlan
+) -> tuple[dict[str, Any] | None, float]:
+    """The child's result (None: the ceiling passed) and where the case's clock starts:
+    the client's first connection to the server after ``started_t``, or ``started_t``
+    for a result that came before any. No connection and no result within the
+    allowance: a ``did_not_start`` report."""
+    allowance_end = started_t + plan.start_allowance_s
+    while True:
+        contact = _first_contact(server, started_t)
+        if contact is not None:
+            return child.wait_result(contact + plan.ceiling_s), contact
+        now = time.monotonic()
+        if now >= allowance_end:
+            return _did_not_start(
+                child,
+                f"no request and no result within its {plan.start_allowance_s:g} s start-up "
+                "allowance (Target.start_allowance_s)",
+            ), started_t
+        report = child.wait_result(min(allowance_end, now + CONTACT_SLICE_S))
+        if report is not None:
+            contact = _first_contact(server, started_t)
+            return report, started_t if contact is None else contact
+
+
+def _first_contact(server: Any, since: float) -> float | None:
+    """When the server first accepted a connection at or after ``since`` (None: not yet)."""
+    times = [e.t for e in server.timeline() if e.kind == "accepted" and e.t >= since]
+    return min(times) if times else None
+
+
+def _did_not_start(child: TargetProcess, why: str) -> dict[str, Any]:
+    tail = child.stderr_tail(600).strip()
+    message = why if not tail or tail in why else f"{why}; stderr: {tail}"
+    return {"status": "did_not_start", "error": "DidNotStart", "message": message[-900:]}
 
 
 def _cassette_source(scenario: Scenario, scale: float) -> Any:

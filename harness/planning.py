@@ -177,6 +177,8 @@ class CasePlan:
     reuse_child: bool
     #: How long the child may take to say ``ready`` (real seconds).
     start_s: float
+    #: How long after ``started`` its first request may come (``Target.start_allowance_s``).
+    start_allowance_s: float
     #: The target whose expectation judges the case (``reference`` for a mutant).
     expect_as: str
     expected: Expected | None
@@ -253,6 +255,7 @@ def plan_case(
         own_child=own_child,
         reuse_child=settings.reuse_children and bool(cls.reusable) and not own_child,
         start_s=max(CHILD_START_S, float(cls.start_s)),
+        start_allowance_s=float(cls.start_allowance_s),
         expect_as=key,
         expected=scenario.expected_for(key),
         max_requests=_request_budget(scenario, key, cls),

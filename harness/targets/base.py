@@ -87,6 +87,7 @@ from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "DEFAULT_API_KEY",
+    "DEFAULT_START_ALLOWANCE_S",
     "CallResult",
     "EventLog",
     "ExecutedTruncatedToolCall",
@@ -100,6 +101,10 @@ __all__ = [
 
 #: Any key is accepted by the fault server; never a real secret.
 DEFAULT_API_KEY = "sk-harness-local-test"
+#: How long (real seconds) a target may take from ``started`` to its first request (or
+#: its result) before the case is ``did_not_start``: the client's own set-up inside
+#: ``call()`` (imports, building an agent, a program's start-up), never the case's time.
+DEFAULT_START_ALLOWANCE_S = 30.0
 T = TypeVar("T")
 
 
@@ -239,6 +244,11 @@ class Target(ABC):
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0
+    #: How long the runner waits, from ``started``, for the target's first request (or
+    #: its result): the case's clock (ceiling, latency, ``bounded``) starts at that
+    #: first request, so set-up inside ``call()`` never counts. A target that neither
+    #: made a request nor returned by then is ``did_not_start``, never ``hung``.
+    start_allowance_s: ClassVar[float] = DEFAULT_START_ALLOWANCE_S
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
     #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``
