@@ -38,3 +38,22 @@ def test_a_run_where_no_case_ran_exits_2_naming_why(tmp_path: Path, capsys):
     assert captured.err.strip().endswith(
         "no case ran: 1 not applicable: the target does not speak the scenario's API"
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_run_where_every_case_of_a_target_did_not_start_exits_2_naming_why(
+    tmp_path: Path, capsys
+):
+    # No expectations: without this rule the run would pass with nothing judged.
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.toml").write_text(f'name = "{name}"\nsummary = "healthy"\n')
+    target = "tests.runner.reach_targets:CrashAtImportTarget"
+    code = main(["run", "--scenarios-dir", str(tmp_path), "-t", target, "--quiet"])
+    captured = capsys.readouterr()
+    assert code == EXIT_INPUT
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"harness: error: every case of target {target} (2) crashed or did not start: "
+        "the child failed before it was ready"
+    )
