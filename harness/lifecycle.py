@@ -205,8 +205,11 @@ def _wait_client(
 
 
 def _first_contact(server: Any, since: float) -> float | None:
-    """When the server first accepted a connection at or after ``since`` (None: not yet)."""
+    """When the client first reached the server at or after ``since``: the accept of the
+    first connection whose head the server read, or a request's arrival (one on a
+    connection pooled from an earlier case is never accepted again). None: not yet."""
     times = [e.t for e in server.timeline() if e.kind == "accepted" and e.t >= since]
+    times += [r.t_start for r in server.requests() if r.t_start >= since]
     return min(times) if times else None
 
 
