@@ -241,6 +241,7 @@ def _job(plan: CasePlan, base_url: str, follow_up_url: str | None) -> Job:
         calls=request.calls,
         rebuild_after=request.rebuild_after,
         pause_s=request.pause_s,
+        tool_rounds=request.tool_rounds,
         settings=scenario.watchdog.as_settings(),
         time_scale=plan.time_scale,
         follow_up_url=follow_up_url,

@@ -114,6 +114,10 @@ class RequestSpec(_Model):
     rebuild_after: int | None = Field(default=None, ge=1)
     #: Pause between sequential calls, scenario seconds (an agent thinking between turns).
     pause_s: float = Field(default=0.0, ge=0, le=3600)
+    #: An agent loop: after a reply that asks for tools, the job runs them and calls the
+    #: model again with their results, up to this many times per call (a fault on the
+    #: second model call is reached only so). 0: the first reply is the call's answer.
+    tool_rounds: int = Field(default=0, ge=0, le=5)
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages, with the prompt padded to ``prompt_bytes``."""

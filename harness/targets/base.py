@@ -135,6 +135,11 @@ class Job:
     rebuild_after: int | None = None
     #: Pause between sequential calls in scenario seconds (times ``time_scale``).
     pause_s: float = 0.0
+    #: An agent loop: after a reply with tool calls, run the tools and call the model
+    #: again with their results, up to this many times per call (0: the first reply is
+    #: the answer). A target that is no agent ignores it: a fault on the later model
+    #: call is then never reached, and the case is judged ``not_exercised``.
+    tool_rounds: int = 0
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_scale: float = 1.0
     api_key: str = field(default=DEFAULT_API_KEY, repr=False)
