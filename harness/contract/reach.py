@@ -43,14 +43,12 @@ def rule_firings(
     for rule in rules:
         text = str(rule.fault)
         matched = [int(_get(r, "index")) for r in records if _get(r, "fault") == text]
+        # an idle-phase fault fires after its request's record was made: known by its action
         times = [
             float(e["t"])
             for e in fault_events
             if e.get("request") in matched
-            or (
-                e.get("request") is None
-                and (e.get("detail") or {}).get("action") == rule.fault.name
-            )
+            or (e.get("detail") or {}).get("action") == rule.fault.name
         ]
         out.append(
             {
