@@ -76,7 +76,7 @@ def unreached(
     n = len(records)
     if outcome_kind == "ok" and 1 < calls and n < calls:
         return f"the target made {n} of {calls} calls"
-    if not _has_fault(scenario) or any(e.get("kind") in FAULT_KINDS for e in timeline):
+    if not _has_fault(scenario) or any(_reached(e, records) for e in timeline):
         return None
     rules = list(scenario.script.rules)
     for rule in rules:
@@ -86,6 +86,17 @@ def unreached(
     if not rules:
         return "the network fault was never fired"
     return "the scripted fault never fired: " + "; ".join(str(r.fault) for r in rules)
+
+
+def _reached(event: Mapping[str, Any], records: Sequence[Any]) -> bool:
+    """A fault event that reached the client: any, except an idle-phase fault (a pooled
+    connection closed while idle) after which no request came -- the client never met
+    the stale connection it tests."""
+    if event.get("kind") not in FAULT_KINDS:
+        return False
+    if event.get("kind") != "fault" or (event.get("detail") or {}).get("phase") != "idle":
+        return True
+    return any(float(_get(r, "t_start")) > float(event["t"]) for r in records)
 
 
 def _why_not(rule: Any, records: Sequence[Any], n: int) -> str | None:

@@ -21,7 +21,8 @@ def make(name: str, **fields) -> object:
 
 
 def settings(**kwargs) -> RunSettings:
-    return RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR}, **kwargs)
+    kwargs.setdefault("time_scale", FAST)
+    return RunSettings(environ={**os.environ, "PYTHONPATH": TESTS_DIR}, **kwargs)
 
 
 @pytest.mark.timeout(60)
@@ -136,3 +137,26 @@ def test_a_child_that_crashes_at_import_did_not_start_and_names_its_stderr(serve
     assert result.outcome.kind == "did_not_start", result.message
     assert "fake_agent: cannot load libfake.so" in result.message
     assert result.verdict == "not_run"
+
+
+@pytest.mark.timeout(60)
+def test_an_idle_close_after_the_last_call_is_not_a_stale_connection_met(server):
+    # close_idle fires on whatever connection sits idle: for a client that closes its own
+    # after each call (at once; the idle close waits 0.5 s), nothing it reused was stale.
+    real_time = settings(time_scale=1.0)
+    s = make(
+        "stale_pool",
+        request={"calls": 2, "pause_s": 1},
+        script={
+            "idle_timeout_s": 0.5,
+            "rules": [{"fault": {"phase": "idle", "action": "close_idle", "after_s": 0.5}}],
+        },
+    )
+    fresh = run_case(
+        s, "runner.reach_targets:NewClientPerCallTarget", server=server, settings=real_time
+    )
+    assert fresh.outcome.kind == "ok", fresh.message
+    assert fresh.verdict == "not_exercised"
+    assert fresh.not_exercised == "every call was a new connection; nothing was pooled"
+    pooled = run_case(s, "reference", server=server, settings=real_time)
+    assert pooled.verdict == "pass", (pooled.failed_checks, pooled.not_exercised)
