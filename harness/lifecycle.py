@@ -48,6 +48,8 @@ __all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "Observed", "o
 #: this long between looks at the server's timeline (a select on the child's pipe, so a
 #: result ends the wait at once).
 CONTACT_SLICE_S = 0.02
+#: How often the posture hold's helper looks whether the case is over (seconds).
+HOLD_LOOK_S = 0.1
 #: Leak re-reads after a result: a closing thread or socket may need a moment to go.
 LEAK_SETTLE_READS = 10
 LEAK_SETTLE_S = 0.02
@@ -132,7 +134,10 @@ def _run_in_child(
         baseline = snapshot(child.pid)
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
-        with sampling(child.pid, net.server, net.base_url) as sampler:
+        with (
+            sampling(child.pid, net.server, net.base_url) as sampler,
+            _posture_hold(plan, net.server, sampler),
+        ):
             net.arm(timeout=plan.ceiling_s)
             child.run(job.to_dict())
             first = child.wait_started(time.monotonic() + CHILD_START_S)
@@ -177,6 +182,40 @@ def _run_in_child(
         posture=posture,
     )
     return observed, reusable
+
+
+@contextlib.contextmanager
+def _posture_hold(plan: CasePlan, server: Any, sampler: Any) -> Iterator[None]:
+    """For a ``posture_hold`` target: the first reply body waits after its head until the
+    client's sockets were sampled (``harness.server.holds``, a hold at 0). A program
+    that lives milliseconds is read while it waits for its first byte."""
+    if not plan.target_cls.posture_hold or not hasattr(server, "hold"):
+        yield
+        return
+    release = server.hold(0)
+    stop = threading.Event()
+
+    def sample_then_release() -> None:
+        seen = 0
+        while not stop.is_set():
+            try:
+                server.wait_for("held", timeout=HOLD_LOOK_S, count=seen + 1)
+            except TimeoutError:
+                continue
+            seen += 1
+            if any(e.kind == "held" and e.detail.get("n") == 0 for e in server.timeline()):
+                sampler.sample("first_byte_held")
+                break
+        release()
+
+    helper = threading.Thread(target=sample_then_release, name="posture-hold", daemon=True)
+    helper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        release()  # a case that never reached a body (an accept-phase fault) ends here
+        helper.join()
 
 
 def _wait_client(

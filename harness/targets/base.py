@@ -254,6 +254,10 @@ class Target(ABC):
     #: first request, so set-up inside ``call()`` never counts. A target that neither
     #: made a request nor returned by then is ``did_not_start``, never ``hung``.
     start_allowance_s: ClassVar[float] = DEFAULT_START_ALLOWANCE_S
+    #: True for a client that may live only milliseconds (a program run per call): the
+    #: server holds the first reply byte of each case until the runner has read the
+    #: client's sockets, so its posture is read every time, never by luck.
+    posture_hold: ClassVar[bool] = False
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
     #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``

@@ -99,3 +99,17 @@ def test_protocol_lines_are_not_the_reply():
     assert said.attempts == 2
     assert said.tool_calls == [{"name": "record_note", "arguments": '{"note": 1}'}]
     assert said.bad == ["nonsense"]
+
+
+@pytest.mark.timeout(300)
+def test_a_program_that_lives_milliseconds_has_its_posture_read_every_time(server):
+    # one non-streamed body: the program is gone right after it; the server holds the
+    # first byte until its socket was read, so the read never depends on luck
+    s = make("body", stream=False)
+    for _ in range(5):
+        result = run_case(s, TARGET + " --one-body", server=server, settings=settings(0.05))
+        assert result.outcome.kind == "ok", result.message
+        assert result.posture, "no socket of the program was read"
+        assert any("first_byte_held" in p["sampled_at"] for p in result.posture)
+        kinds = [e["kind"] for e in result.timeline]
+        assert kinds.index("held") < kinds.index("released") < kinds.index("response_done")

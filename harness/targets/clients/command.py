@@ -162,6 +162,7 @@ class CommandTarget(Target):
     apis: ClassVar[tuple[str, ...]] = DEFAULT_APIS
     reusable = True
     forkable = False  # the guardian process started in prepare() is this child's own
+    posture_hold = True  # a program may be gone before a sample taken on request_read
 
     def __init__(self) -> None:
         self._guardian: subprocess.Popen[bytes] | None = None
