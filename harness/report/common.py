@@ -154,7 +154,10 @@ def not_run_reasons(results: Sequence[Any]) -> list[str]:
                 why = why.removeprefix(prefix)
             reasons[f"skipped: {why}" if why else "skipped"] += 1
         elif r.outcome.kind == "not_applicable":
-            reasons["not applicable: the target does not speak the scenario's API"] += 1
+            why = str(r.outcome.detail or r.message or "").split("\n", 1)[0]
+            if not why or "does not speak" in why:
+                why = "the target does not speak the scenario's API"
+            reasons[f"not applicable: {why[:160]}"] += 1
         elif r.outcome.kind == "did_not_start":
             why = str(r.outcome.detail or r.message or "").split("\n", 1)[0][:160]
             reasons[f"did not start ({r.target}): {why}"] += 1

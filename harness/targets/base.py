@@ -258,6 +258,10 @@ class Target(ABC):
     #: server holds the first reply byte of each case until the runner has read the
     #: client's sockets, so its posture is read every time, never by luck.
     posture_hold: ClassVar[bool] = False
+    #: False for a target that cannot keep a connection between the job's calls (a new
+    #: process per call): a scenario whose fault is on a pooled connection is then
+    #: ``not_applicable`` for it, with that reason, without running.
+    pools_connections: ClassVar[bool] = True
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
     #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``

@@ -113,3 +113,15 @@ def test_a_program_that_lives_milliseconds_has_its_posture_read_every_time(serve
         assert any("first_byte_held" in p["sampled_at"] for p in result.posture)
         kinds = [e["kind"] for e in result.timeline]
         assert kinds.index("held") < kinds.index("released") < kinds.index("response_done")
+
+
+def test_a_pooled_connection_scenario_is_not_applicable_to_a_program_run_per_call(server):
+    s = make(
+        "stale_pool",
+        request={"calls": 2},
+        script={"rules": [{"fault": {"phase": "idle", "action": "close_idle", "after_s": 0.5}}]},
+    )
+    result = run_case(s, TARGET, server=server, settings=settings(0.05))
+    assert result.outcome.kind == "not_applicable"
+    assert "nothing is pooled" in result.message
+    assert result.requests is None  # known before the run: never run

@@ -163,6 +163,7 @@ class CommandTarget(Target):
     reusable = True
     forkable = False  # the guardian process started in prepare() is this child's own
     posture_hold = True  # a program may be gone before a sample taken on request_read
+    pools_connections = False  # every call is a new process
 
     def __init__(self) -> None:
         self._guardian: subprocess.Popen[bytes] | None = None
