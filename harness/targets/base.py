@@ -101,9 +101,8 @@ __all__ = [
 
 #: Any key is accepted by the fault server; never a real secret.
 DEFAULT_API_KEY = "sk-harness-local-test"
-#: How long (real seconds) a target may take from ``started`` to its first request (or
-#: its result) before the case is ``did_not_start``: the client's own set-up inside
-#: ``call()`` (imports, building an agent, a program's start-up), never the case's time.
+#: Real seconds from ``started`` to a target's first request or result (its set-up in
+#: ``call()``, never the case's time); past it the case is ``did_not_start``.
 DEFAULT_START_ALLOWANCE_S = 30.0
 T = TypeVar("T")
 
@@ -135,10 +134,8 @@ class Job:
     rebuild_after: int | None = None
     #: Pause between sequential calls in scenario seconds (times ``time_scale``).
     pause_s: float = 0.0
-    #: An agent loop: after a reply with tool calls, run the tools and call the model
-    #: again with their results, up to this many times per call (0: the first reply is
-    #: the answer). A target that is no agent ignores it: a fault on the later model
-    #: call is then never reached, and the case is judged ``not_exercised``.
+    #: An agent loop: after a reply with tool calls, run them and call the model again
+    #: with their results, up to this many times per call (0: the first reply answers).
     tool_rounds: int = 0
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_scale: float = 1.0
@@ -249,18 +246,14 @@ class Target(ABC):
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0
-    #: How long the runner waits, from ``started``, for the target's first request (or
-    #: its result): the case's clock (ceiling, latency, ``bounded``) starts at that
-    #: first request, so set-up inside ``call()`` never counts. A target that neither
-    #: made a request nor returned by then is ``did_not_start``, never ``hung``.
+    #: How long from ``started`` its first request (or result) may take; the case's clock
+    #: starts at that request. Neither by then: ``did_not_start``, never ``hung``.
     start_allowance_s: ClassVar[float] = DEFAULT_START_ALLOWANCE_S
-    #: True for a client that may live only milliseconds (a program run per call): the
-    #: server holds the first reply byte of each case until the runner has read the
-    #: client's sockets, so its posture is read every time, never by luck.
+    #: Its client may live milliseconds (a program per call): the first reply byte of a
+    #: case waits until the runner has read its sockets.
     posture_hold: ClassVar[bool] = False
-    #: False for a target that cannot keep a connection between the job's calls (a new
-    #: process per call): a scenario whose fault is on a pooled connection is then
-    #: ``not_applicable`` for it, with that reason, without running.
+    #: False: no connection survives between its calls (a process per call); a fault on
+    #: a pooled connection is ``not_applicable`` for it.
     pools_connections: ClassVar[bool] = True
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
