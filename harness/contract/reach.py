@@ -9,6 +9,7 @@ the calls the job asks for. Otherwise the case is **not exercised** (verdict
     the rule matches attempt 2; the client made 1 request
     the target made 1 of 3 calls
     every call was a new connection; nothing was pooled
+    the client made no request the server read
 
 Each rule's own record (:func:`rule_firings`): which requests it matched and when it
 fired, read from the same records and timeline. Pure: no sockets, no clock.
@@ -78,6 +79,8 @@ def unreached(
         return f"the target made {n} of {calls} calls"
     if not _has_fault(scenario) or any(_reached(e, records) for e in timeline):
         return None
+    if n == 0:
+        return "the client made no request the server read"
     rules = list(scenario.script.rules)
     for rule in rules:
         why = _why_not(rule, records, n)
