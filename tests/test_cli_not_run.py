@@ -57,3 +57,28 @@ def test_a_run_where_every_case_of_a_target_did_not_start_exits_2_naming_why(
         f"harness: error: every case of target {target} (2) crashed or did not start: "
         "the child failed before it was ready"
     )
+
+
+def test_the_all_crashed_rule_counts_crashes_and_did_not_start_per_target():
+    from harness.case_result import CaseResult
+    from harness.cli.run import _never_ran_a_call
+    from harness.outcome import Outcome
+
+    def case(target: str, outcome: Outcome, message: str = "") -> CaseResult:
+        return CaseResult(
+            scenario="s", target=target, expected="", outcome=outcome, matched=True,
+            time_scale=0.05, ceiling_s=3.0, message=message,
+        )  # fmt: skip
+
+    crashed = Outcome("error", "TargetCrashed", ("TargetCrashed",))
+    results = [
+        case("a", crashed, "child exited (code -11)"),
+        case("a", Outcome("did_not_start", detail="no request")),
+        case("a", Outcome("not_applicable")),  # never tried: not counted either way
+        case("b", crashed),
+        case("b", Outcome("ok")),  # one case made a call: b is not dead
+    ]
+    assert _never_ran_a_call(results) == (
+        "every case of target a (2) crashed or did not start: child exited (code -11)"
+    )
+    assert _never_ran_a_call(results[3:]) == ""
