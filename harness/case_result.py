@@ -74,7 +74,7 @@ class CaseResult:
     def ran(self) -> bool:
         """False for a case that never ran (a missing tier, an API the target does not
         speak): every report counts it apart, never as expected nor as a verdict."""
-        return self.outcome.kind not in ("skipped", "not_applicable")
+        return self.outcome.kind not in ("skipped", "not_applicable", "did_not_start")
 
     #: The client sockets' posture, one entry per connection (``harness.posture``).
     posture: tuple[Mapping[str, Any], ...] = ()
@@ -82,6 +82,12 @@ class CaseResult:
     posture_unreadable: str = ""
     #: The ``dead_peer_bound`` check with its evidence (None: not asked).
     dead_peer: Mapping[str, Any] | None = None
+    #: Why the case did not exercise its scenario (verdict ``not_exercised``: its fault
+    #: never fired, calls never made; ``harness.contract.reach``); "" when it did.
+    not_exercised: str = ""
+    #: Each rule of the fault script: ``rule``, ``matched`` (request indexes), ``fired``,
+    #: ``t`` (when it first fired; None: never).
+    rules: tuple[Mapping[str, Any], ...] = ()
     #: ``--repeat N`` (``harness.repeats``): ``runs``, ``matched`` runs, and how often each
     #: outcome label and verdict came out; None: the case ran once.
     repeats: Mapping[str, Any] | None = None
@@ -160,6 +166,8 @@ class CaseResult:
             "void": self.void or None,
             "lateness": None if self.lateness is None else dict(self.lateness),
             "reruns": self.reruns,
+            "not_exercised": self.not_exercised or None,
+            "rules": [dict(r) for r in self.rules],
         }
 
     @classmethod
@@ -200,4 +208,6 @@ class CaseResult:
             void=data.get("void") or "",
             lateness=data.get("lateness"),
             reruns=int(data.get("reruns") or 0),
+            not_exercised=data.get("not_exercised") or "",
+            rules=tuple(dict(r) for r in data.get("rules") or ()),
         )

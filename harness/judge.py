@@ -30,6 +30,7 @@ from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
+from harness.contract.reach import rule_firings, unreached
 from harness.lateness import measure, void_reason
 from harness.lifecycle import Observed
 from harness.outcome import Expected, Outcome, classify, detection_latency
@@ -59,7 +60,7 @@ def judge_case(
     time_scale, ceiling_s = plan.time_scale, plan.ceiling_s
     report = observed.report
     records = [r for r in observed.records if getattr(r, "api", None) in APIS]
-    ran = not (report and report.get("status") in ("skipped", "not_applicable"))
+    ran = not (report and report.get("status") in ("skipped", "not_applicable", "did_not_start"))
     outcome = classify(
         report,
         expected_text=_expected_text(records),
@@ -81,6 +82,11 @@ def judge_case(
     # every sampled socket tied to what it carried (a model call, a probe, nothing)
     posture = tie_posture(observed.posture, observed.timeline, observed.records)
     dead_peer = judge_dead_peer(contract, posture) if ran else None
+    # A fault that never fired (or calls never made) judges nothing: read from the
+    # server's records and the timeline, never from what the target says it did.
+    not_exercised = (
+        unreached(scenario, records, observed.timeline, outcome_kind=outcome.kind) if ran else None
+    )
     facts = Facts(
         outcome=outcome,
         time_scale=time_scale,
@@ -103,6 +109,7 @@ def judge_case(
             if ran and scenario.backend == "server"
             else None
         ),
+        unreached=not_exercised,
     )
     verdict = judge(contract, facts)
     result = CaseResult(
@@ -141,6 +148,8 @@ def judge_case(
         posture=tuple(posture.to_list()) if posture is not None else (),
         posture_unreadable=_unreadable(posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
+        not_exercised=not_exercised or "",
+        rules=tuple(rule_firings(scenario.script.rules, records, observed.timeline)) if ran else (),
     )
     result = _with_match(result, expected, observed)
     if not ran:
@@ -335,6 +344,6 @@ def _message(report: Mapping[str, Any] | None, outcome: Outcome) -> str:
         causes = report.get("causes") or []
         cause = f" (from {causes[0]})" if causes else ""
         return f"{report.get('error')}: {report.get('message', '')}{cause}"[:600]
-    if report.get("status") in ("skipped", "not_applicable"):
+    if report.get("status") in ("skipped", "not_applicable", "did_not_start"):
         return str(report.get("message") or outcome.detail)
     return outcome.detail

@@ -4,10 +4,14 @@ For one case: the scenario's fault script goes into the fault server (through a 
 Toxiproxy or a kernel namespace when the scenario says so), a target child process
 (pre-started and warm, or a new one: ``harness.children``) gets a
 :class:`~harness.targets.base.Job`, and
-the runner waits for its result until the **outer ceiling** counted from the child's
-``started`` message -- the child's imports and warm-up (``Target.prepare``) happen
-before ``ready`` and never count against the case. A child that has not answered by
-then is killed (the case is ``hung``). While it runs, the posture of its client sockets
+the runner waits for its result until the **outer ceiling** counted from the moment the
+client is ready: its first connection to the server after the child's ``started``
+message (or ``started`` itself, for a call that returned before any). The child's
+imports and warm-up (``Target.prepare``) happen before ``ready``, and a client's own
+set-up inside ``call()`` before its first request: neither counts against the case. A
+child that has not answered by the ceiling is killed (the case is ``hung``); one that
+died or stalled before ``ready``, or made no request and no result within its start-up
+allowance (``Target.start_allowance_s``), is ``did_not_start``, with its stderr tail. While it runs, the posture of its client sockets
 is sampled (``harness.posture``: at each request the server reads, at each fault, and
 once more at the end, before a hung child is killed). Then the child's leaks are read from /proc
 (descriptors, threads, sockets in CLOSE-WAIT or still ESTABLISHED), with the server's
@@ -41,6 +45,12 @@ from harness.targets.runtime.process import ChildFailed, TargetProcess
 
 __all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "Observed", "observe_case"]
 
+#: While waiting for a client's first request, the child's result is awaited in slices
+#: this long between looks at the server's timeline (a select on the child's pipe, so a
+#: result ends the wait at once).
+CONTACT_SLICE_S = 0.02
+#: How often the posture hold's helper looks whether the case is over (seconds).
+HOLD_LOOK_S = 0.1
 #: Leak re-reads after a result: a closing thread or socket may need a moment to go.
 LEAK_SETTLE_READS = 10
 LEAK_SETTLE_S = 0.02
@@ -120,6 +130,7 @@ def _run_in_child(
     started_t: float | None = None
     posture: Posture | None = None
     starved: float | None = None
+    began = False  # "started" read: a failure from here on is a crash, not a start-up
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
         # A target that starts a server of its own (a gateway) may need longer.
@@ -130,19 +141,24 @@ def _run_in_child(
         baseline_strays = child.strays()
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
-        with sampling(child.pid, net.server, net.base_url) as sampler:
+        with (
+            sampling(child.pid, net.server, net.base_url) as sampler,
+            _posture_hold(plan, net.server, sampler),
+        ):
             net.arm(timeout=plan.ceiling_s)
             child.run(job.to_dict())
             first = child.wait_started(time.monotonic() + CHILD_START_S)
+            began = True
             if first.get("event") == "result":
                 report = first
             else:
-                started_t = float(first["t"])
-                report = child.wait_result(started_t + plan.ceiling_s)
+                report, started_t = _wait_client(child, net.server, float(first["t"]), plan)
             sampler.sample("end")  # a hung call's held connection, before the kill
             starved = starved_s(waits, runqueue_waits(child.pid))
         posture = sampler.result()
-        if report is None:
+        if report is not None and report.get("status") == "did_not_start":
+            child.kill()
+        elif report is None:
             stacks = child.dump_stacks() if settings.dump_hung_stacks else ""
             report = _resources_report(child)  # read before the kill removes the group
             child.kill()
@@ -154,12 +170,15 @@ def _run_in_child(
                 child.finish(time.monotonic() + children.FINISH_S)
     except ChildFailed as exc:
         child.kill()
-        report = {
-            "status": "crashed",
-            "error": exc.error,
-            "mro": [exc.error],
-            "message": str(exc)[-500:],
-        }
+        if began:
+            report = {
+                "status": "crashed",
+                "error": exc.error,
+                "mro": [exc.error],
+                "message": str(exc)[-500:],
+            }
+        else:  # it never got to the job: named as such, never judged as the client's call
+            report = _did_not_start(child, f"the child failed before it was ready: {exc}")
     timeline = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in net.server.timeline()]
     timeline = sorted(timeline + list(net.events()), key=lambda e: e["t"])
     observed = Observed(
@@ -173,6 +192,80 @@ def _run_in_child(
         starved_s=starved,
     )
     return observed, reusable
+
+
+@contextlib.contextmanager
+def _posture_hold(plan: CasePlan, server: Any, sampler: Any) -> Iterator[None]:
+    """For a ``posture_hold`` target: the first reply body waits after its head until the
+    client's sockets were sampled (``harness.server.holds``, a hold at 0). A program
+    that lives milliseconds is read while it waits for its first byte."""
+    if not plan.target_cls.posture_hold or not hasattr(server, "hold"):
+        yield
+        return
+    release = server.hold(0)
+    stop = threading.Event()
+
+    def sample_then_release() -> None:
+        seen = 0
+        while not stop.is_set():
+            try:
+                server.wait_for("held", timeout=HOLD_LOOK_S, count=seen + 1)
+            except TimeoutError:
+                continue
+            seen += 1
+            if any(e.kind == "held" and e.detail.get("n") == 0 for e in server.timeline()):
+                sampler.sample("first_byte_held")
+                break
+        release()
+
+    helper = threading.Thread(target=sample_then_release, name="posture-hold", daemon=True)
+    helper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        release()  # a case that never reached a body (an accept-phase fault) ends here
+        helper.join()
+
+
+def _wait_client(
+    child: TargetProcess, server: Any, started_t: float, plan: CasePlan
+) -> tuple[dict[str, Any] | None, float]:
+    """The child's result (None: the ceiling passed) and where the case's clock starts:
+    the client's first connection to the server after ``started_t``, or ``started_t``
+    for a result that came before any. No connection and no result within the
+    allowance: a ``did_not_start`` report."""
+    allowance_end = started_t + plan.start_allowance_s
+    while True:
+        contact = _first_contact(server, started_t)
+        if contact is not None:
+            return child.wait_result(contact + plan.ceiling_s), contact
+        now = time.monotonic()
+        if now >= allowance_end:
+            return _did_not_start(
+                child,
+                f"no request and no result within its {plan.start_allowance_s:g} s start-up "
+                "allowance (Target.start_allowance_s)",
+            ), started_t
+        report = child.wait_result(min(allowance_end, now + CONTACT_SLICE_S))
+        if report is not None:
+            contact = _first_contact(server, started_t)
+            return report, started_t if contact is None else contact
+
+
+def _first_contact(server: Any, since: float) -> float | None:
+    """When the client first reached the server at or after ``since``: the accept of the
+    first connection whose head the server read, or a request's arrival (one on a
+    connection pooled from an earlier case is never accepted again). None: not yet."""
+    times = [e.t for e in server.timeline() if e.kind == "accepted" and e.t >= since]
+    times += [r.t_start for r in server.requests() if r.t_start >= since]
+    return min(times) if times else None
+
+
+def _did_not_start(child: TargetProcess, why: str) -> dict[str, Any]:
+    tail = child.stderr_tail(600).strip()
+    message = why if not tail or tail in why else f"{why}; stderr: {tail}"
+    return {"status": "did_not_start", "error": "DidNotStart", "message": message[-900:]}
 
 
 def _cassette_source(scenario: Scenario, scale: float) -> Any:
@@ -197,6 +290,7 @@ def _job(plan: CasePlan, base_url: str, follow_up_url: str | None) -> Job:
         calls=request.calls,
         rebuild_after=request.rebuild_after,
         pause_s=request.pause_s,
+        tool_rounds=request.tool_rounds,
         settings=scenario.watchdog.as_settings(),
         time_scale=plan.time_scale,
         follow_up_url=follow_up_url,

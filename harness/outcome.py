@@ -6,6 +6,10 @@ records), so every classification rule is unit-tested without sockets::
     ok                      the full expected reply came back
     error(kind)             the call raised; ``kind`` is the exception class, ``mro`` its bases
     hung                    no result before the runner's outer ceiling
+    did_not_start           the target never got to the wire: its child died or stalled
+                            before ``ready``, or made no request (and no result) within
+                            its start-up allowance (``Target.start_allowance_s``); its
+                            stderr tail in the detail. Never judged as a hang: not run
     truncated_as_complete   a prefix of the reply was returned as if complete (the worst case)
     wrong_content           text came back that is not the reply the server sent
     error_as_reply          the returned text carries an error sentinel ("Connection error." ...)
@@ -51,6 +55,7 @@ KINDS = (
     "ok",
     "error",
     "hung",
+    "did_not_start",
     "truncated_as_complete",
     "wrong_content",
     "error_as_reply",
@@ -215,7 +220,7 @@ def classify(
         message=str(report.get("message") or ""),
         deadline=report.get("deadline"),
     )
-    if r.status in ("skipped", "not_applicable"):
+    if r.status in ("skipped", "not_applicable", "did_not_start"):
         return Outcome(r.status, detail=r.message)
     if r.status == "hung":
         return Outcome("hung", detail=r.message or "stopped at the runner's outer ceiling")
@@ -231,7 +236,7 @@ def classify(
     if r.status != "returned":
         raise ValueError(
             f"report status {r.status!r} is not one of returned, raised, hung, skipped, "
-            "not_applicable, crashed"
+            "not_applicable, crashed, did_not_start"
         )
     texts = report.get("texts") or [r.text or ""]
     for i, text in enumerate(texts):

@@ -181,6 +181,8 @@ class CasePlan:
     reuse_child: bool
     #: How long the child may take to say ``ready`` (real seconds).
     start_s: float
+    #: How long after ``started`` its first request may come (``Target.start_allowance_s``).
+    start_allowance_s: float
     #: The target whose expectation judges the case (``reference`` for a mutant).
     expect_as: str
     expected: Expected | None
@@ -248,19 +250,38 @@ def plan_case(
         # Not a failure of the target and not a missing tier: the question does not apply.
         # Matched only when the scenario says so, so a target that starts to speak the API
         # (or a typo in ``api``) shows up as a mismatch instead of passing silently.
-        not_applicable=None
-        if speaks
-        else f"{target} does not speak api={scenario.api} (speaks {', '.join(cls.apis)})",
+        not_applicable=(
+            f"{target} does not speak api={scenario.api} (speaks {', '.join(cls.apis)})"
+            if not speaks
+            else _cannot_provide(scenario, target, cls)
+        ),
         time_scale=scale,
         ceiling_s=settings.ceiling_for(scenario, target, time_scale=scale),
         follows_up=cls.follows_up and scenario.backend != "kernel",
         own_child=own_child,
         reuse_child=settings.reuse_children and bool(cls.reusable) and not own_child,
         start_s=max(CHILD_START_S, float(cls.start_s)),
+        start_allowance_s=float(cls.start_allowance_s),
         expect_as=key,
         expected=scenario.expected_for(key),
         max_requests=_request_budget(scenario, key, cls),
     )
+
+
+def _cannot_provide(scenario: Scenario, target: str, cls: type[Target]) -> str | None:
+    """What the scenario needs that the target, by its kind, cannot give (None: nothing
+    known before the run): a pooled connection from a target that opens a new process
+    per call (``Target.pools_connections``)."""
+    if cls.pools_connections or scenario.request.calls < 2:
+        return None
+    for rule in scenario.script.rules:
+        reuse = rule.match.request_on_connection
+        if rule.fault.phase.kind == "idle" or (reuse is not None and min(reuse) > 1):
+            return (
+                f"{target} makes every call from a new process: nothing is pooled, and "
+                "the scenario's fault is on a pooled connection"
+            )
+    return None
 
 
 def _request_budget(scenario: Scenario, key: str, cls: type[Target]) -> int | None:

@@ -125,6 +125,10 @@ class RequestSpec(_Model):
     #: The tools each call offers; None: ``record_note`` (``replies.DEFAULT_TOOL_SPEC``)
     #: on a tool-call script, else none; ``[]``: none (a tool-call script answers text).
     tools: tuple[ToolSpec, ...] | None = None
+    #: An agent loop: after a reply that asks for tools, the job runs them and calls the
+    #: model again with their results, up to this many times per call (a fault on the
+    #: second model call is reached only so). 0: the first reply is the call's answer.
+    tool_rounds: int = Field(default=0, ge=0, le=5)
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages, with the prompt padded to ``prompt_bytes``."""

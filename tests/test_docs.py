@@ -148,3 +148,65 @@ def test_harness_docs_writes_the_page_and_check_fails_when_stale(tmp_path: Path,
     assert main(["docs", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "faults.md").read_text(encoding="utf-8") == render_faults_page()
     assert main(["docs", "--out", str(tmp_path), "--check"]) == 0
+
+
+TARGET_BLOCKS = _python_blocks((DOCS / "targets.md").read_text(encoding="utf-8"))
+
+
+def _target_classes(block: str) -> list[str]:
+    return re.findall(r"^class (\w+)\(Target\):", block, re.MULTILINE)
+
+
+def test_every_python_block_of_the_targets_page_is_a_whole_module_with_a_target() -> None:
+    from harness.targets.base import Target
+
+    assert len(TARGET_BLOCKS) >= 3
+    for block in TARGET_BLOCKS:
+        names = _target_classes(block)
+        assert names, block[:200]
+        namespace: dict = {"__name__": "targets_md_block"}
+        exec(compile(block, "targets.md", "exec"), namespace)  # noqa: S102 - our own page
+        for name in names:
+            assert issubclass(namespace[name], Target)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("cls", "scenario", "requests", "failed"),
+    [
+        ("MyClient", "nonstream_healthy", 1, ()),
+        ("NoteAgent", "chat_healthy_stream", 1, ()),
+        # its fault is on the second model call: reached, the agent's retry answers; no
+        # keepalive on the SDK's sockets, as the page says
+        ("NoteAgent", "chat_agent_loop_second_call_stall", 3, ("dead_peer_bound",)),
+    ],
+)
+def test_the_targets_page_examples_run_the_catalog(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cls: str,
+    scenario: str,
+    requests: int,
+    failed: tuple[str, ...],
+) -> None:
+    import os
+
+    from harness.runner import RunSettings, run_case
+    from harness.scenario import load_catalog
+    from harness.server import FaultServer
+
+    block = next(b for b in TARGET_BLOCKS if cls in _target_classes(b))
+    module = f"targets_md_{cls.lower()}"  # one module per block: imports are cached
+    (tmp_path / f"{module}.py").write_text(block, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = f"{module}:{cls}"
+    s = next(s for s in load_catalog() if s.name == scenario)
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
+    with FaultServer() as server:
+        result = run_case(
+            s, target, server=server, settings=RunSettings(time_scale=0.05, environ=environ)
+        )
+    assert result.outcome.kind == "ok", result.message
+    assert result.not_exercised == "" and result.failed_checks == failed
+    assert result.verdict == ("fail" if failed else "pass")
+    assert result.requests == requests

@@ -222,6 +222,8 @@ def _user_timeout(conn: dict[str, Any] | None) -> str:
 def _bound(known: bool, seconds: float | None, by: str, why: str) -> str:
     if not known:
         return f"unknown ({why})" if why else "unknown"
+    # the silent call's own end: whatever deadline the client has, not only a read timeout
+    by = "its own deadline" if by == "read_timeout" else by
     return "never" if seconds is None else f"{_n(seconds)} s ({by})"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from harness.cli import common
@@ -129,6 +130,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harness.expectations import write_overlay
 
         write_overlay(args.write_expectations, targets[0], runs)  # every run: alternatives
+    dead = _never_ran_a_call(results)
+    if dead:
+        # expectations or not: a target that never made a call judged nothing
+        raise common.UsageError(dead)
     if not any(r.ran for r in results):
         # a gate where nothing ran must not pass: say why, as for a target that cannot run
         from harness.report.common import not_run_reasons
@@ -139,6 +144,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fail_on_leaks:
         failed = failed or any(r.leaks is not None and r.leaks.total > 0 for r in results)
     return common.EXIT_MISMATCH if failed else common.EXIT_OK
+
+
+def _never_ran_a_call(results: Sequence[Any]) -> str:
+    """One line naming each target every case of which crashed or did not start ("":
+    none did), with the first case's reason."""
+    lines = []
+    for target in dict.fromkeys(r.target for r in results):
+        tried = [
+            r
+            for r in results
+            if r.target == target and r.outcome.kind not in ("skipped", "not_applicable")
+        ]
+        if tried and all(
+            r.outcome.kind == "did_not_start" or r.outcome.error == "TargetCrashed" for r in tried
+        ):
+            why = (tried[0].message or tried[0].outcome.detail).strip().splitlines()
+            lines.append(
+                f"every case of target {target} ({len(tried)}) crashed or did not start: "
+                + (why[0][:300] if why else "no message")
+            )
+    return "; ".join(lines)
 
 
 def _repeat(text: str) -> int:

@@ -36,8 +36,13 @@ unknown -- no follow-up made, leaks not readable -- is not failed)::
 ``pass``: the complete reply and every check clean. ``safe``: a clean typed error where
 the contract allows one (``ideal = "reply_or_error"``), every check clean. ``fail``:
 anything else. ``not_run``: the case never ran -- a missing tier (``skipped``) or a
-target that does not speak the scenario's API (``not_applicable``); no check was judged,
+target that does not speak the scenario's API (``not_applicable``), a target that never
+got to the wire (``did_not_start``); no check was judged,
 so it is neither a pass nor a fail (every report counts it apart, as not run).
+``not_exercised``: the case ran but what the scenario tests never happened -- its fault
+never fired, or the target made fewer calls than the job asks
+(``harness.contract.reach``, the reason in ``Facts.unreached``); no check is judged,
+so it is neither a pass nor a fail either (counted apart from both).
 
 Not here: the contract's derivation (``harness.contract.derive``).
 """
@@ -54,6 +59,7 @@ from harness.tcpinfo import TICK_S
 
 __all__ = [
     "CHECKS",
+    "NOT_EXERCISED",
     "NOT_RUN",
     "UNCLEAN_ERRORS",
     "VERDICTS",
@@ -68,7 +74,9 @@ __all__ = [
 
 #: The verdict of a case that never ran (no check judged it).
 NOT_RUN = "not_run"
-VERDICTS = ("pass", "safe", "fail", NOT_RUN)
+#: The verdict of a case that ran but never met its fault (``harness.contract.reach``).
+NOT_EXERCISED = "not_exercised"
+VERDICTS = ("pass", "safe", "fail", NOT_RUN, NOT_EXERCISED)
 CHECKS = (
     "complete_reply",
     "clean_error",
@@ -141,6 +149,10 @@ class Facts:
     def model_calls(self) -> int:
         return len(self.call_requests)
 
+    #: Why the case did not exercise its scenario (``harness.contract.reach.unreached``);
+    #: None: it did.
+    unreached: str | None = None
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -151,8 +163,10 @@ class Verdict:
 def judge(contract: Contract, facts: Facts) -> Verdict:
     """The verdict of ``facts`` under ``contract`` (pure)."""
     kind = facts.outcome.kind
-    if kind in ("skipped", "not_applicable"):
+    if kind in ("skipped", "not_applicable", "did_not_start"):
         return Verdict(NOT_RUN)
+    if facts.unreached is not None:
+        return Verdict(NOT_EXERCISED)
     failed = [name for name, ok in _checks(contract, facts) if not ok]
     if failed:
         return Verdict("fail", tuple(failed))

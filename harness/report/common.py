@@ -18,6 +18,7 @@ __all__ = [
     "fmt_seconds",
     "fmt_verdict",
     "has_verdicts",
+    "not_exercised_reasons",
     "not_run_reasons",
     "ran",
     "summary_counts",
@@ -26,7 +27,13 @@ __all__ = [
 ]
 
 #: rich styles of the contract verdicts.
-VERDICT_STYLES = {"pass": "green", "safe": "yellow", "fail": "bold red", "not_run": "dim"}
+VERDICT_STYLES = {
+    "pass": "green",
+    "safe": "yellow",
+    "fail": "bold red",
+    "not_run": "dim",
+    "not_exercised": "cyan",
+}
 
 
 def fmt_seconds(value: float | None) -> str:
@@ -87,7 +94,7 @@ def ran(result: Any) -> bool:
     """The one counting rule for cases that did not run (a missing tier: ``skipped``; a
     target that does not speak the API: ``not_applicable``): every report counts them
     as ``not_run``, never as expected and never under a verdict."""
-    return result.outcome.kind not in ("skipped", "not_applicable")
+    return result.outcome.kind not in ("skipped", "not_applicable", "did_not_start")
 
 
 def summary_counts(results: Sequence[Any]) -> dict[str, int]:
@@ -96,9 +103,10 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
     as expected), ungated (ran, no expectation: judged by verdict only), mismatched (any
     case whose expectation failed, a not-run one that CI requires included), leaky,
     unaccounted (the server saw requests the client does not account for), and per
-    contract verdict ``pass``, ``safe``, ``fail``, and ``flaky`` (cases whose verdict
-    varied under ``--repeat``); void (the harness's own lateness voided every try of the
-    case) and reruns (runs again because an earlier try was void)."""
+    contract verdict ``pass``, ``safe``, ``fail``, ``not_exercised`` (ran, but its fault
+    never fired: neither pass nor fail), and ``flaky`` (cases whose verdict varied under
+    ``--repeat``); void (the harness's own lateness voided every try of the case) and
+    reruns (runs again because an earlier try was void)."""
     run = [r for r in results if ran(r)]
     return {
         "cases": len(results),
@@ -115,6 +123,7 @@ def summary_counts(results: Sequence[Any]) -> dict[str, int]:
         "pass": sum(1 for r in run if verdict(r) == "pass"),
         "safe": sum(1 for r in run if verdict(r) == "safe"),
         "fail": sum(1 for r in run if verdict(r) == "fail"),
+        "not_exercised": sum(1 for r in run if verdict(r) == "not_exercised"),
         "flaky": sum(1 for r in run if getattr(r, "flaky", False)),
         # the harness broke a timing promise in every try (harness.lateness): no verdict
         "void": sum(1 for r in run if getattr(r, "void", "")),
@@ -149,7 +158,24 @@ def not_run_reasons(results: Sequence[Any]) -> list[str]:
                 why = why.removeprefix(prefix)
             reasons[f"skipped: {why}" if why else "skipped"] += 1
         elif r.outcome.kind == "not_applicable":
-            reasons["not applicable: the target does not speak the scenario's API"] += 1
+            why = str(r.outcome.detail or r.message or "").split("\n", 1)[0]
+            if not why or "does not speak" in why:
+                why = "the target does not speak the scenario's API"
+            reasons[f"not applicable: {why[:160]}"] += 1
+        elif r.outcome.kind == "did_not_start":
+            why = str(r.outcome.detail or r.message or "").split("\n", 1)[0][:160]
+            reasons[f"did not start ({r.target}): {why}"] += 1
+    return [f"{n} {why}" for why, n in reasons.most_common()]
+
+
+def not_exercised_reasons(results: Sequence[Any]) -> list[str]:
+    """``3 the rule matches attempt 2; the client made 1 request``: the cases that ran
+    but never met their fault, counted per reason, most first."""
+    reasons = Counter(
+        str(getattr(r, "not_exercised", "") or "unknown")
+        for r in results
+        if verdict(r) == "not_exercised"
+    )
     return [f"{n} {why}" for why, n in reasons.most_common()]
 
 

@@ -186,10 +186,14 @@ def render_console(
         line.append(f"{counts['safe']} safe", style="yellow")
         line.append(", ")
         line.append(f"{counts['fail']} fail", style="bold red" if counts["fail"] else "")
+        if counts["not_exercised"]:
+            line.append(f", {counts['not_exercised']} not exercised", style="cyan")
         if counts["flaky"]:
             line.append(f", {counts['flaky']} flaky", style="bold magenta")
         line.append(" (the expectation, not the verdict, decides the exit status)", style="dim")
         console.print(line)
+        for reason in common.not_exercised_reasons(results):
+            console.print(Text(f"  not exercised: {reason}", style="cyan"))
     for target, note in target_postures(results).items():
         console.print(Text(f"posture {target}: {note}", style="dim"))
     for r in results:

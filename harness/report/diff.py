@@ -66,7 +66,7 @@ DEFAULT_LATENCY_NOISE_S = 1.0
 DEFAULT_LATENCY_NOISE_RATIO = 0.5
 _VERDICT_RANK = {"fail": 0, "safe": 1, "pass": 2}
 #: Outcome kinds that mean the case was not run: nothing to compare it with.
-_NOT_RUN = frozenset({"skipped", "not_applicable"})
+_NOT_RUN = frozenset({"skipped", "not_applicable", "did_not_start"})
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class CaseSide:
         verdict = entry.get("verdict")
         checks = entry.get("failed_checks")
         return cls(
-            verdict=verdict if verdict in _VERDICT_RANK else None,
+            verdict=verdict if verdict in _VERDICT_RANK or verdict == "not_exercised" else None,
             failed_checks=tuple(c for c in checks if isinstance(c, str))
             if isinstance(checks, list)
             else (),
@@ -232,6 +232,12 @@ def diff_reports(
         base_cases = {(pair, s): c for (_, s), c in base_cases.items()}
         head_cases = {(pair, s): c for (_, s), c in head_cases.items()}
         targets = (pair,)
+    unreached = [
+        sum(c.verdict == "not_exercised" for c in side.values())
+        for side in (base_cases, head_cases)
+    ]
+    if any(unreached):
+        notes.append(f"not exercised (counted apart): base {unreached[0]}, head {unreached[1]}")
     compare_latency = _scale(base) == _scale(head)
     if not compare_latency:
         notes.append(f"time scales differ ({_scale(base)} vs {_scale(head)}): latency not compared")
@@ -285,7 +291,10 @@ def _case_delta(
     newly = tuple(c for c in head.failed_checks if c not in base.failed_checks)
     gone = tuple(c for c in base.failed_checks if c not in head.failed_checks)
     b_rank, h_rank = _VERDICT_RANK.get(base.verdict or ""), _VERDICT_RANK.get(head.verdict or "")
-    if base.verdict != head.verdict and None not in (b_rank, h_rank):
+    unreached = "not_exercised" in (base.verdict, head.verdict)  # neither better nor worse
+    if base.verdict != head.verdict and None not in (
+        (b_rank, h_rank) if not unreached else (base.verdict, head.verdict)
+    ):
         what.append(f"verdict {base.verdict} → {head.verdict}")
     if newly:
         what.append("newly failed: " + ", ".join(f"`{c}`" for c in newly))

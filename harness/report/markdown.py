@@ -46,8 +46,12 @@ def render_markdown(results: Sequence[Any], *, title: str = "Transport fault cat
         lines.append(
             f"Verdicts: {counts['pass']} pass, {counts['safe']} safe, {counts['fail']} fail"
             + (f", {counts['not_run']} not run" if counts["not_run"] else "")
+            + (f", {counts['not_exercised']} not exercised" if counts["not_exercised"] else "")
             + (f", {counts['flaky']} flaky." if counts["flaky"] else ".")
         )
+        exercised = common.not_exercised_reasons(results)
+        if exercised:
+            lines.append("Not exercised: " + "; ".join(exercised) + ".")
     lines += [
         "",
         "| scenario | "

@@ -31,15 +31,17 @@ def target_postures(results: Sequence[Any]) -> dict[str, str]:
     return {t: posture_note(conns) for t, conns in by_target.items()}
 
 
-def posture_note(conns: Iterable[SocketPosture]) -> str:
-    """One line for a set of connections (see the module docstring)."""
+def posture_note(conns: Iterable[SocketPosture], *, bound: Any = None) -> str:
+    """One line for a set of connections (see the module docstring). ``bound``: the
+    dead-peer bound already worked out for them (``probe_summary``'s, which counts the
+    call's own deadline), so the line and the table that shows it agree."""
     conns, apart = judged(conns)
     if not conns:
         if apart:
             return f"posture of the model call unknown (only {_apart_text(apart)} sampled)"
         return "posture unknown (no connection sampled)"
     bounds = [notice_bound(c) for c in conns]
-    worst = worst_bound(bounds)
+    worst = worst_bound(bounds) if bound is None else bound
     shown = conns[bounds.index(worst)] if worst in bounds else conns[0]
     kinds = {_options_text(c) for c in conns}
     text = _options_text(shown) + (" (mixed)" if len(kinds) > 1 else "")
@@ -117,7 +119,7 @@ def probe_summary(healthy: Any, silent: Any, *, hold_s: float) -> dict[str, Any]
     failed = None if healthy.outcome.kind == "ok" else healthy.outcome.label
     return {
         "connections": conns,
-        "posture": posture_note(held) if held else "unknown",
+        "posture": posture_note(held, bound=waiting) if held else "unknown",
         "dead_peer_bound_s": waiting.seconds,
         "dead_peer_bound_by": waiting.by,
         "known": waiting.known,

@@ -158,6 +158,16 @@ def verdict_story(result: Any) -> list[str]:
     by, the cause chain and the reply text: what ``harness explain`` prints under the axis."""
     lines = [f"verdict: {fmt_verdict(result)}"]
     lines += [f"  {line}" for line in evidence_lines(result)]
+    unreached = getattr(result, "not_exercised", "")
+    if unreached:
+        lines.append(f"  not exercised: {unreached}")
+    for rule in getattr(result, "rules", None) or ():
+        t0 = getattr(result, "t_started", None)
+        at = rule.get("t")
+        when = f" at +{at - t0:.3f} s" if at is not None and t0 is not None else ""
+        fired = f"fired{when}" if rule.get("fired") else "never fired"
+        matched = ", ".join(str(i) for i in rule.get("matched") or ()) or "none"
+        lines.append(f"rule {rule.get('rule')}: matched requests {matched}; {fired}")
     contract = getattr(result, "contract", None) or {}
     if contract:
         wanted = (

@@ -12,6 +12,10 @@ there until the runner has fired the fault and released the hold, so the fault l
 at the point the scenario names. A hold is one-shot, and bounded (``HOLD_MAX_S``): a
 runner that never releases it costs the case that long, never a hang.
 
+A hold at 0 stops a body after its head, before its first unit: the runner holds the
+first byte of a reply until it has read the client's sockets (``harness.lifecycle``: a
+program that lives milliseconds would otherwise be gone before its posture is read).
+
 The timeline shows it: ``held`` (n) where the body stopped, ``released`` (n,
 ``waited_s``) when it went on.
 
@@ -81,10 +85,11 @@ class Holds:
         self._holds: list[Hold] = []
 
     def add(self, n: int) -> Callable[[], None]:
-        """Hold the first body that has written ``n`` (>= 1) counted units; returns the
-        release (call it once the fault is in place; calling it early is harmless)."""
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"n: {n!r} is not valid; allowed: a whole number >= 1")
+        """Hold the first body that has written ``n`` (>= 0; 0: after its head) counted
+        units; returns the release (call it once the fault is in place, or the sockets
+        are read; calling it early is harmless)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"n: {n!r} is not valid; allowed: a whole number >= 0")
         hold = Hold(n)
         with self._lock:
             self._holds.append(hold)
@@ -128,7 +133,7 @@ async def wait_if_held(
 ) -> None:
     """A body that has written ``counted`` units: wait there if a hold is on that point
     (what was written before it on the wire first), recording ``held`` and ``released``."""
-    hold = holds.take(counted) if holds is not None and counted else None
+    hold = holds.take(counted) if holds is not None else None
     if hold is None:
         return
     await drain()

@@ -89,6 +89,7 @@ from harness.cgroups import DEFAULT_CHILD_MEMORY_MAX
 
 __all__ = [
     "DEFAULT_API_KEY",
+    "DEFAULT_START_ALLOWANCE_S",
     "CallResult",
     "EventLog",
     "ExecutedTruncatedToolCall",
@@ -102,6 +103,9 @@ __all__ = [
 
 #: Any key is accepted by the fault server; never a real secret.
 DEFAULT_API_KEY = "sk-harness-local-test"
+#: Real seconds from ``started`` to a target's first request or result (its set-up in
+#: ``call()``, never the case's time); past it the case is ``did_not_start``.
+DEFAULT_START_ALLOWANCE_S = 30.0
 T = TypeVar("T")
 
 
@@ -132,6 +136,9 @@ class Job:
     rebuild_after: int | None = None
     #: Pause between sequential calls in scenario seconds (times ``time_scale``).
     pause_s: float = 0.0
+    #: An agent loop: after a reply with tool calls, run them and call the model again
+    #: with their results, up to this many times per call (0: the first reply answers).
+    tool_rounds: int = 0
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_scale: float = 1.0
     api_key: str = field(default=DEFAULT_API_KEY, repr=False)
@@ -251,6 +258,15 @@ class Target(ABC):
     #: How long the runner waits for the child's first ``ready`` (real seconds), when more
     #: than its default: a big import or a server of its own (a gateway). 0: the default.
     start_s: ClassVar[float] = 0.0
+    #: How long from ``started`` its first request (or result) may take; the case's clock
+    #: starts at that request. Neither by then: ``did_not_start``, never ``hung``.
+    start_allowance_s: ClassVar[float] = DEFAULT_START_ALLOWANCE_S
+    #: Its client may live milliseconds (a program per call): the first reply byte of a
+    #: case waits until the runner has read its sockets.
+    posture_hold: ClassVar[bool] = False
+    #: False: no connection survives between its calls (a process per call); a fault on
+    #: a pooled connection is ``not_applicable`` for it.
+    pools_connections: ClassVar[bool] = True
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
     #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``

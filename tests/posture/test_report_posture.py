@@ -124,3 +124,23 @@ def test_probe_summary_of_a_failed_healthy_call_shows_the_failure_not_reuse():
     assert s["reuse"] is None and s["healthy_failed"] == "error_as_reply"
     ok = dataclasses.replace(healthy, outcome=Outcome("ok"))
     assert probe_summary(ok, result("hermes"), hold_s=10.0)["reuse"] is True
+
+
+def test_probe_summary_line_agrees_with_the_table_on_a_program_that_gives_up_itself():
+    # keepalive off, but the silent call ended after 2 s by the client's own deadline:
+    # the table's bound and the summary line both say so (issue 35: "2 s" vs "never")
+    from dataclasses import replace
+
+    from harness.cli.posture import _bound
+    from harness.report.posture import probe_summary
+
+    healthy = result("command:prog", conn(False, user=None), kind="ok")
+    silent = replace(
+        result("command:prog", conn(False, user=None), kind="error"),
+        outcome=Outcome("error", "StreamIdleTimeout"),
+        latency_s=2.0,
+    )
+    s = probe_summary(healthy, silent, hold_s=10.0)
+    table = _bound(s["known"], s["dead_peer_bound_s"], s["dead_peer_bound_by"], s["reason"])
+    assert table == "2 s (its own deadline)"
+    assert s["posture"].endswith("dead peer noticed: <= 2s"), s["posture"]

@@ -158,7 +158,13 @@ def test_unreadable_posture_makes_the_check_not_applicable_never_a_failure():
     report = {"status": "raised", "error": "ReadTimeout", "mro": ["ReadTimeout"], "t": 1.5}
     result = judge_case(
         case_plan(scenario),
-        Observed(report=report, started_t=1.0, posture=Posture(readable=False, reason=why)),
+        Observed(
+            report=report,
+            started_t=1.0,
+            posture=Posture(readable=False, reason=why),
+            # the silent peer happened: a fault not reached judges nothing (not_exercised)
+            timeline=({"t": 1.1, "conn": 1, "request": 1, "kind": "fault", "detail": {}},),
+        ),
     )
     assert result.dead_peer["status"] == "not_applicable" and result.dead_peer["reason"] == why
     assert "dead_peer_bound" not in result.failed_checks and result.verdict == "safe"

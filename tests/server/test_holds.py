@@ -64,8 +64,25 @@ def test_a_hold_stops_one_body_once_and_load_clears_it() -> None:
     holds.add(5)
     holds.clear()  # a new script: the hold is released and gone
     assert holds.next_after(0) is None
-    with pytest.raises(ValueError, match=r"n: 0 is not valid; allowed: a whole number >= 1"):
-        holds.add(0)
+    with pytest.raises(ValueError, match=r"n: -1 is not valid; allowed: a whole number >= 0"):
+        holds.add(-1)
+
+
+def test_a_hold_at_zero_stops_the_body_after_its_head_before_any_event() -> None:
+    # the runner's posture hold: the client is connected and waiting, nothing sent yet
+    with FaultServer(script_from_dict({"events": 4})) as server:
+        release = server.hold(0)
+        seen: list[int] = []
+        reader = threading.Thread(target=_read_stream, args=(server, seen))
+        reader.start()
+        server.wait_for("held", timeout=10)
+        kinds = [e.kind for e in server.timeline()]
+        assert "headers_sent" in kinds and "event_sent" not in kinds
+        release()
+        reader.join(timeout=10)
+        assert not reader.is_alive() and seen
+        server.wait_for("response_done", timeout=10)
+        assert len([e for e in server.timeline() if e.kind == "event_sent"]) >= 4
 
 
 def test_a_released_hold_lets_the_body_through_without_stopping() -> None:

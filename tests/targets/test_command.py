@@ -148,6 +148,11 @@ def test_the_kill_at_the_ceiling_reaches_the_programs_children(server, tmp_path)
     target = _program(
         tmp_path,
         f"""\
+        hostport="${{OPENAI_BASE_URL#http://}}"; hostport="${{hostport%%/*}}"
+        # connected: the case's clock starts (a program that never connects did not start)
+        exec 3<>"/dev/tcp/${{hostport%:*}}/${{hostport##*:}}"
+        # a request whose body never comes
+        printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\n' >&3
         sleep 30 &
         echo $! > {pids}
         wait

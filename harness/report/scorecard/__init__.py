@@ -11,7 +11,8 @@ complete answer with every check clean; ``safe``: bounded, a clean typed error, 
 required checks clean; ``fail``: anything else, with the failed checks named), read from
 ``CaseResult.verdict`` / ``failed_checks``. Cases that did not run are shown and counted
 apart, as ``n/a`` (the target does not speak the scenario's API) and ``skipped`` (a
-tier's prerequisite is missing), although the contract's verdict on them is ``fail``
+tier's prerequisite is missing); a case that ran but never met its fault is counted
+apart too, as ``not_exercised`` (``harness.contract.reach``), although the contract's verdict on them is ``fail``
 (``not_applicable`` / ``not_run``); a result without a verdict shows ``?``.
 
 Run time per target is the wall time of its run when the command measured it, else the
@@ -43,7 +44,7 @@ __all__ = [
 #: The contract's verdicts, best first.
 VERDICTS = ("pass", "safe", "fail")
 #: Cells without a verdict: not run (n/a, skipped) or from a report without verdicts.
-NO_VERDICT = ("n/a", "skipped", "?")
+NO_VERDICT = ("n/a", "skipped", "?", "not_exercised")
 DEFAULT_TITLE = "Transport fault scorecard"
 
 
@@ -79,6 +80,11 @@ class TargetTotals:
         return self.counts.get("n/a", 0) + self.counts.get("skipped", 0) + self.counts.get("?", 0)
 
     @property
+    def not_exercised(self) -> int:
+        """Cases that ran but never met their fault: neither pass nor fail."""
+        return self.counts.get("not_exercised", 0)
+
+    @property
     def run_time_note(self) -> str:
         """What the run time is: `` wall`` (measured around the target's run), or
         `` (sum of cases, not wall time)`` from reports that carry no wall time."""
@@ -86,9 +92,15 @@ class TargetTotals:
 
     def row(self) -> tuple[str, ...]:
         """The totals table's row, as every rendering shows it: target, pass, safe, fail,
-        not run, run time."""
+        not run, not exercised, run time."""
         c = self.counts
-        counts = (c.get("pass", 0), c.get("safe", 0), c.get("fail", 0), self.not_run)
+        counts = (
+            c.get("pass", 0),
+            c.get("safe", 0),
+            c.get("fail", 0),
+            self.not_run,
+            self.not_exercised,
+        )
         run_time = fmt_seconds(self.run_s) + self.run_time_note
         return (target_label(self.target), *map(str, counts), run_time)
 
@@ -169,6 +181,8 @@ def verdict_of(result: Any) -> str:
     if kind == "skipped":
         return "skipped"
     verdict = getattr(result, "verdict", None)
+    if verdict == "not_exercised":
+        return verdict
     return verdict if verdict in VERDICTS else "?"
 
 

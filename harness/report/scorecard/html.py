@@ -40,7 +40,7 @@ def render_html(scorecard: Scorecard, *, png: bytes | None = None) -> str:
         + "".join(f'<span class="{_css(v)}">{escape(v)}</span>' for v in COLOURS if v != "?")
         + "</p>",
         "<table><tr><th>target</th><th>pass</th><th>safe</th><th>fail</th>"
-        "<th>not run</th><th>run time</th></tr>",
+        "<th>not run</th><th>not exercised</th><th>run time</th></tr>",
     ]
     for t in scorecard.totals:
         label, *figures = t.row()

@@ -7,7 +7,15 @@ from harness.report.scorecard import Cell, Scorecard
 
 __all__ = ["MARKS", "render_markdown"]
 
-MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌", "n/a": "➖", "skipped": "⏭️", "?": "❔"}
+MARKS = {
+    "pass": "✅",
+    "safe": "🟡",
+    "fail": "❌",
+    "n/a": "➖",
+    "skipped": "⏭️",
+    "?": "❔",
+    "not_exercised": "🔘",
+}
 
 
 def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
@@ -18,10 +26,10 @@ def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
         "✅ pass: the complete answer, every check clean · 🟡 safe: bounded, a clean typed "
         "error, the required checks clean · ❌ fail: anything else (failed checks named) · "
         "➖ n/a: the target does not speak the API · ⏭️ skipped: a tier's prerequisite is "
-        "missing",
+        "missing · 🔘 not exercised: the case ran, its fault never fired",
         "",
-        "| target | pass | safe | fail | not run | run time |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| target | pass | safe | fail | not run | not exercised | run time |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     lines += ["| " + " | ".join(t.row()) + " |" for t in scorecard.totals]
     lines += [

@@ -27,6 +27,7 @@ COLOURS = {
     "n/a": "#e0e0e0",
     "skipped": "#bdbdbd",
     "?": "#ffffff",
+    "not_exercised": "#90caf9",
 }
 DPI = 110
 FONT = "DejaVu Sans Mono"  # ships with matplotlib: the same widths everywhere
@@ -154,7 +155,7 @@ def _figure(scorecard: Scorecard) -> Any:
     for row, t in enumerate(scorecard.totals):
         y = n_t - 1 - row
         start = 0
-        for verdict in (*VERDICTS, "n/a", "skipped", "?"):
+        for verdict in (*VERDICTS, "n/a", "skipped", "?", "not_exercised"):
             count = t.counts.get(verdict, 0)
             if not count:
                 continue
@@ -219,7 +220,9 @@ def _figure(scorecard: Scorecard) -> Any:
             family=FONT,
         )
     shown = [
-        v for v in (*VERDICTS, "n/a", "skipped", "?") if v in VERDICTS or _present(scorecard, v)
+        v
+        for v in (*VERDICTS, "n/a", "skipped", "?", "not_exercised")
+        if v in VERDICTS or _present(scorecard, v)
     ]
     legend = [
         Patch(facecolor=COLOURS[v], edgecolor="#9e9e9e", label=_LEGEND.get(v, v)) for v in shown
@@ -236,7 +239,7 @@ def _figure(scorecard: Scorecard) -> Any:
     return fig
 
 
-_LEGEND = {"?": "no verdict in the report"}
+_LEGEND = {"?": "no verdict in the report", "not_exercised": "not exercised"}
 
 
 def _cell_label(scorecard: Scorecard, scenario: str, target: str) -> str:
@@ -249,6 +252,7 @@ def _total_text(t: Any) -> str:
     return (
         f"{c.get('pass', 0)} pass · {c.get('safe', 0)} safe · {c.get('fail', 0)} fail"
         + (f" · {t.not_run} not run" if t.not_run else "")
+        + (f" · {t.not_exercised} not exercised" if t.not_exercised else "")
         + f" · {fmt_seconds(t.run_s)}{t.run_time_note}"
     )
 

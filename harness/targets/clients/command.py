@@ -1,7 +1,7 @@
-"""``command:PATH``: any program, in any language, as a target.
+"""``command:PATH [ARGS...]``: any program, in any language, as a target.
 
-The harness runs ``PATH`` once per call with the prompt on stdin and this environment
-(on top of the child's scrubbed one)::
+The harness runs ``PATH`` (with ``ARGS``, split as a shell would: ``shlex``) once per call
+with the prompt on stdin and this environment (on top of the child's scrubbed one)::
 
     OPENAI_BASE_URL      the fault server's OpenAI base URL (ends in /v1)
     ANTHROPIC_BASE_URL   the same server without /v1 (what the Anthropic SDKs expect)
@@ -10,15 +10,25 @@ The harness runs ``PATH`` once per call with the prompt on stdin and this enviro
     HARNESS_STREAM       1 for a streamed call, 0 for one response body
     HARNESS_MODEL        the model name to send
     HARNESS_MAX_TOKENS   set only when the scenario sets it
+    HARNESS_TIME_SCALE   the run's time scale
+    HARNESS_FIRST_BYTE_S, HARNESS_STREAM_IDLE_S, HARNESS_STALE_CALL_S,
+    HARNESS_HARD_CEILING_S, HARNESS_CONNECT_TIMEOUT_S, HARNESS_READ_TIMEOUT_S
+                         the scenario's deadlines, scaled to real seconds (absent: off)
 
-stdout is the reply (one trailing newline is dropped); exit status 0 is success, any
-other status (or death by a signal) raises :class:`CommandFailed`, whose message is the
-last line of stderr. A job of several sequential calls runs the program once per call
-(a "rebuild" is then free: every call is a new process).
+stdout is the reply (one trailing newline is dropped), except lines that start with
+``HARNESS ``: the line protocol (``harness.targets.clients.command_protocol``) by which
+the program reports its error kind (``HARNESS error Kind: message``, raised as class
+``Kind``), a deadline of its own (``HARNESS deadline NAME``), its attempts (``HARNESS
+attempts N``) and tool calls (``HARNESS tool_call {json}``). Exit status 0 with no error
+line is success; any other status (or death by a signal) with no error line raises
+:class:`CommandFailed`, whose message is the last line of stderr. A job of several
+sequential calls runs the program once per call (a "rebuild" is then free: every call
+is a new process, so nothing is pooled between calls).
 
-Which APIs a program speaks is declared in the program itself, in a comment among its
-first lines: ``harness-apis: chat, messages`` (default ``chat``). Scenarios of another
-API are ``not_applicable`` for it without running.
+Which APIs a program speaks is declared in the program itself, anywhere in the file
+(a comment in a script, a string constant in a compiled program):
+``harness-apis: chat, messages`` (default ``chat``). Scenarios of another API are
+``not_applicable`` for it without running.
 
 The process tree is the target's: the program starts in its own session (process
 group), this child is a *subreaper* so that whatever the program forks and abandons
@@ -40,6 +50,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -47,8 +58,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.foreground import alive
+from harness.replies import render_tool_call
 from harness.targets import COMMAND_PREFIX
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+from harness.targets.clients.command_protocol import parse_output, timing_env
 from harness.vocab.apis import APIS
 
 __all__ = [
@@ -65,8 +78,9 @@ __all__ = [
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 #: What a program that declares nothing is taken to speak.
 DEFAULT_APIS: tuple[str, ...] = ("chat",)
-#: ``harness-apis:`` is looked for in this much of the head of the file.
-_HEADER_BYTES = 4096
+#: ``harness-apis:`` is looked for in this much of the file (a compiled program keeps
+#: its string constants anywhere in it).
+_SCAN_BYTES = 256 << 20
 _APIS_LINE = re.compile(rb"harness-apis:\s*([a-z ,]+)")
 _PR_SET_CHILD_SUBREAPER = 36
 #: The guardian: reads "+PGID" / "-PGID" lines; at EOF (its parent is gone, or is
@@ -96,10 +110,14 @@ class CommandFailed(Exception):
 
 
 def load_command_target(name: str) -> type[CommandTarget]:
-    """The target class for ``command:PATH``; ValueError names the problem with PATH."""
-    path = Path(name[len(COMMAND_PREFIX) :]).expanduser()
-    if not name.startswith(COMMAND_PREFIX) or not str(path):
-        raise ValueError(f"target {name!r} is not valid; allowed: command:PATH")
+    """The target class for ``command:PATH [ARGS...]``; ValueError names the problem."""
+    try:
+        argv = shlex.split(name[len(COMMAND_PREFIX) :])
+    except ValueError as exc:  # an unbalanced quote
+        raise ValueError(f"target {name!r}: {exc}") from None
+    if not name.startswith(COMMAND_PREFIX) or not argv:
+        raise ValueError(f"target {name!r} is not valid; allowed: command:PATH [ARGS...]")
+    path = Path(argv[0]).expanduser()
     if not path.is_file():
         raise ValueError(f"target {name!r}: {path} is not a file")
     if not os.access(path, os.X_OK):
@@ -108,7 +126,13 @@ def load_command_target(name: str) -> type[CommandTarget]:
     return type(
         "CommandTarget",
         (CommandTarget,),
-        {"name": name, "path": str(path.resolve()), "apis": apis, "__module__": __name__},
+        {
+            "name": name,
+            "path": str(path.resolve()),
+            "args": tuple(argv[1:]),
+            "apis": apis,
+            "__module__": __name__,
+        },
     )
 
 
@@ -116,7 +140,7 @@ def declared_apis(path: Path) -> tuple[str, ...]:
     """The APIs the program at ``path`` declares (``harness-apis: ...``), else the default;
     ValueError for a name that is not an API."""
     with open(path, "rb") as f:
-        match = _APIS_LINE.search(f.read(_HEADER_BYTES))
+        match = _APIS_LINE.search(f.read(_SCAN_BYTES))
     if match is None:
         return DEFAULT_APIS
     names = tuple(n for n in re.split(r"[ ,]+", match.group(1).decode().strip()) if n)
@@ -134,9 +158,12 @@ class CommandTarget(Target):
 
     name = COMMAND_PREFIX
     path: ClassVar[str] = ""
+    args: ClassVar[tuple[str, ...]] = ()
     apis: ClassVar[tuple[str, ...]] = DEFAULT_APIS
     reusable = True
     forkable = False  # the guardian process started in prepare() is this child's own
+    posture_hold = True  # a program may be gone before a sample taken on request_read
+    pools_connections = False  # every call is a new process
 
     def __init__(self) -> None:
         self._guardian: subprocess.Popen[bytes] | None = None
@@ -164,12 +191,19 @@ class CommandTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         # no rebuild: every call is a new process of the program
-        texts = run_calls(
-            job, log, lambda: self._run_once(job, log), label=f": {Path(self.path).name}"
-        )
-        return CallResult(text=texts[-1], texts=tuple(texts), attempts=None)
+        said: list[int | None] = []
 
-    def _run_once(self, job: Job, log: EventLog) -> str:
+        def once() -> str:
+            text, attempts = self._run_once(job, log)
+            said.append(attempts)
+            return text
+
+        texts = run_calls(job, log, once, label=f": {Path(self.path).name}")
+        # the client's own count only where every call said it
+        attempts = None if None in said else sum(a for a in said if a is not None)
+        return CallResult(text=texts[-1], texts=tuple(texts), attempts=attempts)
+
+    def _run_once(self, job: Job, log: EventLog) -> tuple[str, int | None]:
         with (
             tempfile.TemporaryFile() as stdin,
             tempfile.TemporaryFile() as stdout,
@@ -180,7 +214,7 @@ class CommandTarget(Target):
             stdin.write(_prompt(job).encode("utf-8"))
             stdin.seek(0)
             proc = subprocess.Popen(
-                [self.path],
+                [self.path, *self.args],
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
@@ -203,11 +237,20 @@ class CommandTarget(Target):
             stderr.seek(0)
             out = stdout.read().decode("utf-8", "replace")
             err = stderr.read().decode("utf-8", "replace")
+        said = parse_output(out)
+        for bad in said.bad:
+            log.mark("protocol_line_unread", bad[:200])
+        if said.tool_calls:
+            log.details.setdefault("tool_calls", []).extend(said.tool_calls)
+        reported = said.exception(returncode)
+        if reported is not None:  # the kind it printed, whatever its exit status
+            raise reported
         if returncode != 0:
             last = next((ln for ln in reversed(err.splitlines()) if ln.strip()), "")
             how = f"signal {-returncode}" if returncode < 0 else f"status {returncode}"
             raise CommandFailed(last or f"exited with {how}", returncode=returncode)
-        return out[:-1] if out.endswith("\n") else out
+        calls = "".join(render_tool_call(c["name"], c["arguments"]) for c in said.tool_calls)
+        return said.reply + calls, said.attempts
 
     def _tell_guardian(self, line: str) -> None:
         if self._guardian is not None and self._guardian.stdin is not None:
@@ -239,6 +282,7 @@ def program_env(job: Job) -> dict[str, str]:
     }
     if job.max_tokens is not None:
         env["HARNESS_MAX_TOKENS"] = str(job.max_tokens)
+    env.update(timing_env(job.settings, job.time_scale))
     return env
 
 

@@ -23,10 +23,12 @@ from harness.vocab.deadlines import DEADLINES
 __all__ = [
     "SCALED_SETTINGS",
     "ReferenceTarget",
+    "agent_call",
     "job_options",
     "job_result",
     "job_settings",
     "scaled_settings",
+    "tool_round",
 ]
 
 #: ClientSettings fields that are durations in scenario seconds.
@@ -55,14 +57,30 @@ class ReferenceTarget(Target):
         with ReferenceClient(
             base_url=job.base_url, api_key=job.api_key, settings=job_settings(job)
         ) as client:
+            replies = run_calls(
+                job,
+                log,
+                lambda: agent_call(client, job, log, kwargs),
+                rebuild=client.rebuild,
+                label=call_label(job),
+            )
+        return job_result([r for r, _ in replies], attempts=sum(n for _, n in replies))
 
-            def one() -> Any:
-                reply = client.complete(messages=[dict(m) for m in job.messages], **kwargs)
-                log.mark("reply", f"finish_reason={reply.finish_reason} attempts={reply.attempts}")
-                return reply
 
-            replies = run_calls(job, log, one, rebuild=client.rebuild, label=call_label(job))
-        return job_result(replies)
+def agent_call(client: Any, job: Job, log: EventLog, kwargs: Mapping[str, Any]) -> Any:
+    """One call of the job: a model call, and while the reply asks for tools and
+    ``job.tool_rounds`` allow, the tools' results sent back in another (an agent loop).
+    Returns (the last reply, the attempts of all its model calls)."""
+    messages = [dict(m) for m in job.messages]
+    spent = 0
+    for _ in range(job.tool_rounds + 1):
+        reply = client.complete(messages=messages, **kwargs)
+        spent += reply.attempts
+        log.mark("reply", f"finish_reason={reply.finish_reason} attempts={reply.attempts}")
+        if not reply.tool_calls:
+            break
+        messages += tool_round(reply)
+    return reply, spent
 
 
 def job_settings(job: Job) -> Any:
@@ -86,15 +104,28 @@ def job_options(job: Job) -> dict[str, Any]:
     return kwargs
 
 
-def job_result(replies: Sequence[Any]) -> CallResult:
+def tool_round(reply: Any) -> list[dict[str, str]]:
+    """The messages an agent loop appends after ``reply`` asked for tools: the reply, and
+    each tool's result as a text observation (plain role/content messages, which every
+    API the reference stack speaks takes as they are)."""
+    asked = rendered_calls(reply)
+    results = "; ".join(f"{c.name} returned: done" for c in reply.tool_calls)
+    return [
+        {"role": "assistant", "content": reply.text + asked},
+        {"role": "user", "content": f"Tool results: {results}. Now answer."},
+    ]
+
+
+def job_result(replies: Sequence[Any], *, attempts: int | None = None) -> CallResult:
     """The result of a job's replies: the last one's text and finish reason, tool calls as
     comparable text (without them a healthy tool-call reply looks truncated), and every
-    request of the job, so the runner can set it next to the server's count."""
+    request of the job (``attempts``, default the replies' own: an agent loop's calls
+    count each of their model calls), so the runner can set it next to the server's count."""
     last = replies[-1]
     return CallResult(
         text=last.text + rendered_calls(last),
         finish_reason=last.finish_reason,
-        attempts=sum(r.attempts for r in replies),
+        attempts=sum(r.attempts for r in replies) if attempts is None else attempts,
         texts=tuple(r.text + rendered_calls(r) for r in replies),
     )
 

@@ -6,16 +6,17 @@
 # defaults (no timeout of any kind), so a silent socket hangs it; a stream must end
 # with `data: [DONE]` or the call fails instead of returning a prefix of the reply.
 set -euo pipefail
-prompt="$(cat)"
 if [ "${HARNESS_STREAM:-1}" = "1" ]; then stream=true; else stream=false; fi
-body="$(jq -cn --arg model "${HARNESS_MODEL:-test-model}" --arg prompt "$prompt" \
+# The prompt and the body go through stdin and files, never argv: a 150 KB prompt is
+# over the kernel's limit for one argument (128 KiB).
+body="$(jq -cn --arg model "${HARNESS_MODEL:-test-model}" --rawfile prompt /dev/stdin \
   --argjson stream "$stream" '{model: $model, stream: $stream,
     messages: [{role: "user", content: $prompt}]}
   + (if env.HARNESS_MAX_TOKENS then {max_tokens: (env.HARNESS_MAX_TOKENS | tonumber)} else {} end)')"
 post() {
   curl -sS -N --fail-with-body -X POST "$OPENAI_BASE_URL/chat/completions" \
     -H "Authorization: Bearer $OPENAI_API_KEY" -H "Content-Type: application/json" \
-    --data-binary "$body"
+    --data-binary @- <<<"$body"
 }
 if [ "$stream" = false ]; then
   reply="$(post)"

@@ -192,6 +192,7 @@ class StackTarget(Target):
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ReferenceClient
         from harness.targets.clients.reference import (
+            agent_call,
             call_label,
             job_options,
             job_result,
@@ -211,7 +212,7 @@ class StackTarget(Target):
                 replies = run_calls(
                     job,
                     log,
-                    lambda: client.complete(messages=[dict(m) for m in job.messages], **kwargs),
+                    lambda: agent_call(client, job, log, kwargs),
                     rebuild=client.rebuild,
                     label=call_label(job),
                 )
@@ -228,7 +229,7 @@ class StackTarget(Target):
             raise error
         # as the reference target gives it (tool calls as text: without them the baseline
         # once took healthy tool-call replies for truncated ones and missed six scenarios)
-        return job_result(replies)
+        return job_result([r for r, _ in replies], attempts=sum(n for _, n in replies))
 
 
 def mutant_components(name: str | None) -> Any:

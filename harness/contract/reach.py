@@ -1,0 +1,147 @@
+"""Was the scenario's fault reached? A fault that never fired judges nothing.
+
+A case is judged under its contract only where what the scenario tests happened: its
+scripted fault fired (a ``fault`` event on the server's timeline, or a network fault
+the runner fired: a relay mode, a Toxiproxy toxic, a kernel cut), and the target made
+the calls the job asks for. Otherwise the case is **not exercised** (verdict
+``not_exercised``), with the reason read from the server's records::
+
+    the rule matches attempt 2; the client made 1 request
+    the target made 1 of 3 calls
+    every call was a new connection; nothing was pooled
+    the client made no request the server read
+
+Each rule's own record (:func:`rule_firings`): which requests it matched and when it
+fired, read from the same records and timeline. Pure: no sockets, no clock.
+
+Not here: the verdict (``harness.contract.verdict``) or running the case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.outcome import FAULT_KINDS
+
+__all__ = ["REACHABLE_KINDS", "rule_firings", "unreached"]
+
+#: Outcomes a fault that never fired leaves unjudged: what the call did says nothing
+#: about the fault. A hang, a crash or an executed cut tool call is a finding whatever
+#: the script (a client that hangs on healthy traffic is broken), so it is judged.
+REACHABLE_KINDS = frozenset(
+    {"ok", "error", "truncated_as_complete", "wrong_content", "error_as_reply", "false_kill"}
+)
+
+
+def rule_firings(
+    rules: Sequence[Any], records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per rule of the script: ``rule`` (its text), ``matched`` (the request indexes it
+    matched), ``fired`` and ``t`` (the first time its fault fired; None: never)."""
+    fault_events = [e for e in timeline if e.get("kind") == "fault"]
+    out = []
+    for rule in rules:
+        text = str(rule.fault)
+        matched = [int(_get(r, "index")) for r in records if _get(r, "fault") == text]
+        # an idle-phase fault fires after its request's record was made: known by its action
+        times = [
+            float(e["t"])
+            for e in fault_events
+            if e.get("request") in matched
+            or (e.get("detail") or {}).get("action") == rule.fault.name
+        ]
+        out.append(
+            {
+                "rule": text,
+                "matched": matched,
+                "fired": bool(times),
+                "t": min(times) if times else None,
+            }
+        )
+    return out
+
+
+def unreached(
+    scenario: Any,
+    records: Sequence[Any],
+    timeline: Sequence[Mapping[str, Any]],
+    *,
+    outcome_kind: str,
+) -> str | None:
+    """Why this case did not exercise its scenario (None: it did). ``records`` are the
+    LLM request records, ``timeline`` the server's and the network path's events."""
+    if outcome_kind not in REACHABLE_KINDS:
+        return None
+    calls = int(scenario.request.calls)
+    n = len(records)
+    if outcome_kind == "ok" and 1 < calls and n < calls:
+        return f"the target made {n} of {calls} calls"
+    if not _has_fault(scenario) or any(_reached(e, records) for e in timeline):
+        return None
+    if n == 0:
+        return "the client made no request the server read"
+    rules = list(scenario.script.rules)
+    for rule in rules:
+        why = _why_not(rule, records, n)
+        if why:
+            return why
+    if not rules:
+        return "the network fault was never fired"
+    return "the scripted fault never fired: " + "; ".join(str(r.fault) for r in rules)
+
+
+def _reached(event: Mapping[str, Any], records: Sequence[Any]) -> bool:
+    """A fault event that reached the client: any, except an idle-phase fault (a pooled
+    connection closed while idle) after which no request came -- the client never met
+    the stale connection it tests."""
+    if event.get("kind") not in FAULT_KINDS:
+        return False
+    if event.get("kind") != "fault" or (event.get("detail") or {}).get("phase") != "idle":
+        return True
+    return any(float(_get(r, "t_start")) > float(event["t"]) for r in records)
+
+
+def _why_not(rule: Any, records: Sequence[Any], n: int) -> str | None:
+    match = rule.match
+    if match.attempts is not None and n < min(match.attempts):
+        first = min(match.attempts)
+        return f"the rule matches attempt {first}; the client made {_requests(n)}"
+    if match.connections is not None:
+        opened = len({_get(r, "connection") for r in records})
+        if opened < min(match.connections):
+            return (
+                f"the rule matches connection {min(match.connections)}; the client opened {opened}"
+            )
+    reuses = [r for r in records if int(_get(r, "request_on_connection")) > 1]
+    pooled_rule = match.request_on_connection is not None and min(match.request_on_connection) > 1
+    if (pooled_rule or rule.fault.phase.kind == "idle") and n > 1 and not reuses:
+        return "every call was a new connection; nothing was pooled"
+    if pooled_rule and n <= 1:
+        return f"the rule matches a reused connection; the client made {_requests(n)}"
+    matched = [r for r in records if _get(r, "fault") == str(rule.fault)]
+    if matched:
+        return (
+            f"the rule matched request {_get(matched[0], 'index')} but its phase "
+            f"{rule.fault.phase} never came (the exchange ended first)"
+        )
+    return None
+
+
+def _has_fault(scenario: Any) -> bool:
+    """Does the scenario script a fault (a rule, or a fault on its network path)?"""
+    if scenario.script.rules:
+        return True
+    net = scenario.network
+    if net is None or net.backend == "server":
+        return False
+    relay_mode = getattr(net.relay, "mode", "pass") if net.relay is not None else "pass"
+    return bool(net.toxics) or net.kernel is not None or relay_mode != "pass"
+
+
+def _requests(n: int) -> str:
+    return f"{n} request" + ("" if n == 1 else "s")
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj[name] if isinstance(obj, Mapping) else getattr(obj, name)

@@ -1,0 +1,162 @@
+"""A fault must be reached to be judged, and the case's clock starts when the client is
+ready (issue 35): real clients against the embedded fault server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.runner import RunSettings, run_case
+from harness.scenario import scenario_from_dict
+
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+FAST = 0.02
+WATCHDOG = {"first_byte_s": 5, "stream_idle_s": 5, "stale_call_s": 15, "hard_ceiling_s": 40}
+
+
+def make(name: str, **fields) -> object:
+    return scenario_from_dict({"name": name, "summary": name, "watchdog": WATCHDOG, **fields})
+
+
+def settings(**kwargs) -> RunSettings:
+    kwargs.setdefault("time_scale", FAST)
+    return RunSettings(environ={**os.environ, "PYTHONPATH": TESTS_DIR}, **kwargs)
+
+
+@pytest.mark.timeout(60)
+def test_a_rule_for_attempt_two_never_fires_for_a_client_that_makes_one_request(server):
+    s = make(
+        "second_call_stall",
+        script={
+            "rules": [{"match": {"attempts": 2}, "fault": {"phase": "event:3", "action": "hang"}}]
+        },
+    )
+    result = run_case(s, "reference", server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.requests == 1
+    assert result.verdict == "not_exercised" and not result.failed_checks
+    assert result.not_exercised == "the rule matches attempt 2; the client made 1 request"
+    assert [r["fired"] for r in result.rules] == [False]
+    assert not any(e["kind"] == "fault" for e in result.timeline)
+
+
+@pytest.mark.timeout(60)
+def test_the_same_rule_reached_is_judged(server):
+    # Control: the same fault on attempt 1 fires, and the reference stack's retry gets past it.
+    s = make(
+        "first_call_stall",
+        script={
+            "rules": [{"match": {"attempts": 1}, "fault": {"phase": "event:3", "action": "hang"}}]
+        },
+        watchdog={**WATCHDOG, "stream_idle_s": 1},
+    )
+    result = run_case(s, "reference", server=server, settings=settings())
+    assert result.verdict == "pass", (result.verdict, result.failed_checks, result.message)
+    assert result.not_exercised == ""
+    assert result.rules[0]["fired"] and result.rules[0]["t"] is not None
+
+
+@pytest.mark.timeout(60)
+def test_a_target_that_makes_one_of_three_calls_is_not_exercised(server):
+    s = make("three_calls", request={"calls": 3})
+    result = run_case(
+        s, "runner.reach_targets:FirstCallOnlyTarget", server=server, settings=settings()
+    )
+    assert result.outcome.kind == "ok", result.message
+    assert result.requests == 1
+    assert result.verdict == "not_exercised"
+    assert result.not_exercised == "the target made 1 of 3 calls"
+
+
+@pytest.mark.timeout(60)
+def test_a_pooled_connection_fault_never_fires_when_every_call_is_a_new_connection(server):
+    s = make(
+        "reused_connection_hang",
+        stream=False,
+        request={"calls": 2},
+        script={
+            "rules": [
+                {
+                    "match": {"request_on_connection": 2},
+                    "fault": {"phase": "request", "action": "hang"},
+                }
+            ]
+        },
+    )
+    fresh = run_case(
+        s, "runner.reach_targets:NewClientPerCallTarget", server=server, settings=settings()
+    )
+    assert fresh.outcome.kind == "ok", fresh.message
+    assert fresh.requests == 2
+    assert fresh.verdict == "not_exercised"
+    assert fresh.not_exercised == "every call was a new connection; nothing was pooled"
+    # Control: the reference stack pools its connection, so the fault fires and is judged.
+    pooled = run_case(s, "reference", server=server, settings=settings())
+    assert any(e["kind"] == "fault" for e in pooled.timeline)
+    assert pooled.verdict in ("pass", "safe", "fail") and pooled.not_exercised == ""
+
+
+@pytest.mark.timeout(60)
+def test_set_up_inside_the_call_is_not_counted_against_the_ceiling(server):
+    # The ceiling is 0.5 s; the client spends 1.5 s importing inside call() before its
+    # first request. The case's clock starts at that request, not at "started".
+    s = make("healthy_after_slow_setup", ceiling_s=10)
+    result = run_case(
+        s,
+        "runner.reach_targets:SetupInCallTarget",
+        server=server,
+        settings=settings(min_ceiling_s=0.5),
+    )
+    assert result.ceiling_s == 0.5
+    assert result.outcome.kind == "ok", result.message
+    assert result.verdict == "pass"
+    assert result.elapsed_s is not None and result.elapsed_s < result.ceiling_s
+
+
+@pytest.mark.timeout(60)
+def test_a_client_that_never_reaches_the_wire_within_its_allowance_did_not_start(server):
+    s = make("healthy_never_reached", expected={"runner.reach_targets:StuckInSetupTarget": "ok"})
+    result = run_case(
+        s, "runner.reach_targets:StuckInSetupTarget", server=server, settings=settings()
+    )
+    assert result.outcome.kind == "did_not_start", result.message
+    assert "0.5 s start-up allowance" in result.message
+    assert result.verdict == "not_run" and not result.ran
+    assert not result.matched  # expected ok: the gate fails
+    assert result.requests is None
+
+
+@pytest.mark.timeout(60)
+def test_a_child_that_crashes_at_import_did_not_start_and_names_its_stderr(server):
+    s = make("healthy_crashed")
+    result = run_case(
+        s, "runner.reach_targets:CrashAtImportTarget", server=server, settings=settings()
+    )
+    assert result.outcome.kind == "did_not_start", result.message
+    assert "fake_agent: cannot load libfake.so" in result.message
+    assert result.verdict == "not_run"
+
+
+@pytest.mark.timeout(60)
+def test_an_idle_close_after_the_last_call_is_not_a_stale_connection_met(server):
+    # close_idle fires on whatever connection sits idle: for a client that closes its own
+    # after each call (at once; the idle close waits 0.5 s), nothing it reused was stale.
+    real_time = settings(time_scale=1.0)
+    s = make(
+        "stale_pool",
+        request={"calls": 2, "pause_s": 1},
+        script={
+            "idle_timeout_s": 0.5,
+            "rules": [{"fault": {"phase": "idle", "action": "close_idle", "after_s": 0.5}}],
+        },
+    )
+    fresh = run_case(
+        s, "runner.reach_targets:NewClientPerCallTarget", server=server, settings=real_time
+    )
+    assert fresh.outcome.kind == "ok", fresh.message
+    assert fresh.verdict == "not_exercised"
+    assert fresh.not_exercised == "every call was a new connection; nothing was pooled"
+    pooled = run_case(s, "reference", server=server, settings=real_time)
+    assert pooled.verdict == "pass", (pooled.failed_checks, pooled.not_exercised)
