@@ -3,10 +3,13 @@ child what a broken client or agent does, and the runner must end it with its ca
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import threading
+import urllib.parse
 from typing import ClassVar
 
 from harness.targets.base import CallResult, EventLog, Job, Target
@@ -55,12 +58,21 @@ class Segfault(Target):
 
 
 class IgnoresTerm(Target):
-    """Ignores SIGTERM, starts a grandchild that ignores it too, and never returns."""
+    """Sends its request (so it started: a client that never reaches the server is
+    ``did_not_start``), ignores SIGTERM, starts a grandchild that ignores it too, and
+    never returns."""
 
     name = "hostile-noterm"
     apis = ("chat",)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
+        url = urllib.parse.urlsplit(job.base_url)
+        body = json.dumps({"model": job.model, "messages": list(job.messages)}).encode()
+        sock = socket.create_connection((url.hostname, url.port))
+        sock.sendall(
+            b"POST %s/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            b"\r\nContent-Length: %d\r\n\r\n%s" % (url.path.encode(), len(body), body)
+        )  # and never reads the reply
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         subprocess.Popen(
             ["sh", "-c", "trap '' TERM; sleep 600"],

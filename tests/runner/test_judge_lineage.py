@@ -36,6 +36,7 @@ def record(
     return SimpleNamespace(
         index=index,
         connection=conn or index,
+        request_on_connection=1,
         t_start=t,
         api="chat",
         fault=fault,
@@ -78,15 +79,20 @@ def test_model_calls_count_every_request_but_a_retry() -> None:
 
 def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() -> None:
     scenario = next(s for s in load_catalog() if s.name == "rate_limited_retry_after")
+    fault = str(scenario.script.rules[0].fault)  # the 429 fired on request 1 (reached)
+    fired = {"kind": "fault", "conn": 1, "request": 1, "t": 11.1, "detail": {"action": "status"}}
     recs = [
-        record(1, 10.0, "new", fault="request status 429"),
+        record(1, 10.0, "new", fault=fault),
         record(2, 12.1, "retry", of=1, call=1),
         record(3, 12.5, "continuation", of=2),
     ]
     result = judge_case(
         case_plan(scenario, "hermes", time_scale=1.0),
         Observed(
-            report=returned(13.0, attempts=3), records=recs, timeline=whole(1, 2, 3), started_t=9.9
+            report=returned(13.0, attempts=3),
+            records=recs,
+            timeline=[*whole(1, 2, 3), fired],
+            started_t=9.9,
         ),
     )
     assert result.contract["max_requests"] == 2
@@ -94,7 +100,7 @@ def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() ->
     assert result.verdict == "pass", (result.failed_checks, result.evidence)
     # the same three requests as retries of one call are over its budget
     retries = [
-        record(1, 10.0, "new", fault="request status 429"),
+        record(1, 10.0, "new", fault=fault),
         record(2, 12.1, "retry", of=1, call=1),
         record(3, 12.5, "retry", of=2, call=1),
     ]
@@ -103,7 +109,7 @@ def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() ->
         Observed(
             report=returned(13.0, attempts=3),
             records=retries,
-            timeline=whole(1, 2, 3),
+            timeline=[*whole(1, 2, 3), fired],
             started_t=9.9,
         ),
     )
