@@ -100,17 +100,21 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     config = _fuzz_settings(args)
     out_dir = common.check_out_dir(args.out)
 
-    from harness.fuzz.findings import write_findings
+    from harness.fuzz.findings import unsatisfiable_entries, write_findings
     from harness.fuzz.search import Search
 
     out = common.out_console()
     meta = {"target": config.target, "seed": config.seed, "apis": list(config.apis)}
 
     def on_finding(finding: Any) -> None:
-        write_findings(out_dir, search.report.findings, **meta)
+        apart = unsatisfiable_entries(search.report.unsatisfiable)
+        write_findings(out_dir, search.report.findings, **meta, unsatisfiable=apart)
+        ref = finding.reference
+        # a contract the reference fails too is nobody's to meet: say so on the line
+        met = "" if ref is None else f"; {ref.target}: {ref.outcome.label} {ref.verdict}"
         out.print(
             f"[bold red]finding[/] {finding.key[0]} ({', '.join(finding.key[1])}): "
-            f"{finding.data['summary']}  [{finding.status} {finding.rate}] "
+            f"{finding.data['summary']}  [{finding.status} {finding.rate}{met}] "
             f"first seen {finding.first_seen_s:.1f} s, shrunk by {finding.found_s:.1f} s",
             highlight=False,
         )
@@ -133,7 +137,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         elapsed_s=round(report.elapsed_s, 1),
         cases_per_minute=round(report.cases_per_minute, 1),
         stopped_by=report.stopped_by,
+        unsatisfiable=unsatisfiable_entries(report.unsatisfiable),
     )
+    if report.unsatisfiable:
+        out.print(
+            f"{len(report.unsatisfiable)} group(s) failed by --reference too (a contract "
+            f"nobody met; not findings): see 'unsatisfiable' in {out_dir}/findings.json",
+            highlight=False,
+        )
     out.print(
         f"{len(report.findings)} finding(s) in {report.examples} examples, {report.cases} cases, "
         f"{report.elapsed_s:.0f} s ({report.cases_per_minute:.0f} cases/min; "

@@ -24,7 +24,15 @@ from typing import Any
 
 from harness.case_result import CaseResult
 
-__all__ = ["Finding", "GroupKey", "expected_text", "group_key", "to_toml", "write_findings"]
+__all__ = [
+    "Finding",
+    "GroupKey",
+    "expected_text",
+    "group_key",
+    "to_toml",
+    "unsatisfiable_entries",
+    "write_findings",
+]
 
 #: (outcome kind, failed checks sorted): one bug is one finding.
 GroupKey = tuple[str, tuple[str, ...]]
@@ -134,6 +142,28 @@ def to_toml(finding: Finding) -> str:
     head.append("# contract as judged: " + json.dumps(dict(r.contract), sort_keys=True))
     head.append("# shrunk from: " + json.dumps(finding.first["script"], sort_keys=True))
     return "\n".join([*(_one_line(h) for h in head), "", _document(finding.scenario_data())])
+
+
+def unsatisfiable_entries(
+    unsatisfiable: Mapping[GroupKey, tuple[Mapping[str, Any], CaseResult, CaseResult]],
+) -> list[dict[str, Any]]:
+    """Contracts the reference failed too, one per group, for ``findings.json``."""
+    return [
+        {
+            "outcome": key[0],
+            "failed_checks": list(key[1]),
+            "summary": data["summary"],
+            "script": data["script"],
+            "observed": result.outcome.label,
+            "reference": {
+                "target": ref.target,
+                "outcome": ref.outcome.label,
+                "failed_checks": list(ref.failed_checks),
+                "evidence": dict(ref.evidence),
+            },
+        }
+        for key, (data, result, ref) in unsatisfiable.items()
+    ]
 
 
 def write_findings(directory: Path, findings: Sequence[Finding], **meta: Any) -> None:

@@ -13,8 +13,13 @@ goes on to new groups in the next round. Results are cached by scenario content:
 Hypothesis replays an example several times while it shrinks, and the cache keeps the
 replay that reports the minimal example consistent. Confirmation is not cached: the
 shrunk scenario is run :attr:`FuzzSettings.confirm` more times and is ``confirmed`` only
-if it fails in its group every time, else ``timing_sensitive`` with its rate; then it is
-run once on the reference target, whose verdict says whether the contract can be met.
+if it fails in its group every time, else ``timing_sensitive`` with its rate.
+
+A failing example counts only when the reference target meets the contract on it (it is
+run there too, once, cached): a script whose contract even the reference fails (a
+stream alive but slower than the ceiling, a dropped text delta no client can notice)
+says something about the contract, not the target. Those are kept apart, one per group
+(:attr:`SearchReport.unsatisfiable`), and never claim a group.
 
 Stopping (``--examples`` used up, ``--minutes`` over, Ctrl-C): generation ends at once
 (:class:`Stop`, which Hypothesis lets through as it does KeyboardInterrupt). A shrink
@@ -89,6 +94,11 @@ class FuzzSettings:
 @dataclass
 class SearchReport:
     findings: list[Finding] = field(default_factory=list)
+    #: per group, the first example the reference target failed too (data, the
+    #: target's result, the reference's): a contract nobody met, not a finding
+    unsatisfiable: dict[GroupKey, tuple[dict[str, Any], CaseResult, CaseResult]] = field(
+        default_factory=dict
+    )
     examples: int = 0
     cases: int = 0
     elapsed_s: float = 0.0
@@ -193,6 +203,8 @@ class Search:
             if result is None or result.verdict != "fail":
                 return
             key = group_key(result)
+            if not self._met_by_reference(data, key, result, state):
+                return  # a contract nobody meets is not the target's bug
             with self._lock:
                 # after a stop (Ctrl-C reaches the children too) nothing new is claimed
                 if state.key is None and key not in self._claims and not self._stop.is_set():
@@ -251,6 +263,30 @@ class Search:
                 self.report.examples += 1
         return result
 
+    def _met_by_reference(
+        self, data: dict[str, Any], key: GroupKey, result: CaseResult, state: _Round
+    ) -> bool:
+        """Does the reference target meet the contract this example failed (True when
+        there is no reference to ask)? Asked only of failing examples; cached; one that
+        the reference fails too is kept apart (``SearchReport.unsatisfiable``)."""
+        reference = self.config.reference
+        if reference is None or reference == self.config.target:
+            return True
+        name = f"{data['name']}@{reference}"
+        with self._lock:
+            ref = self._cache.get(name)
+        if ref is None:
+            if state.key is not None and self._cut_short():
+                return False  # the shrink is over: not run, not a failure
+            ref = self._run(data, reference)
+            with self._lock:
+                self._cache[name] = ref
+        if ref.verdict != "fail":
+            return True
+        with self._lock:
+            self.report.unsatisfiable.setdefault(key, (data, result, ref))
+        return False
+
     def _cut_short(self) -> bool:
         """Interrupted, or out of time: a shrink takes what it has, nothing is confirmed.
         (A spent example budget stops generation only.)"""
@@ -290,8 +326,8 @@ class Search:
                 confirmed.append(again.verdict == "fail" and group_key(again) == found.key)
         reference = None
         if self.config.reference and self.config.reference != self.config.target:
-            if not self._cut_short():
-                reference = self._run(found.data, self.config.reference)
+            with self._lock:
+                reference = self._cache.get(f"{found.data['name']}@{self.config.reference}")
         finding = Finding(
             key=found.key,
             data=found.data,

@@ -7,6 +7,9 @@ Hypothesis shrinks toward is the simpler script: one rule (a list of 1 to
 matched (no ``match``), each parameter at its documented default, the reference reply
 shape (text, no dialect, chunked) and a stream.
 
+Rules no request can reach (after one that matches every attempt, or whose attempts
+earlier rules cover) are left out, so the script's rule count is what fires.
+
 ``event:N`` is drawn either at a boundary of the reply plan (:attr:`PlanShape.boundaries`:
 right after the role chunk or ``message_start``, at the first tool-argument fragment,
 between items, before the terminal event) or anywhere in it; ``match.attempts`` draws
@@ -77,7 +80,7 @@ def _scenario(
     rules = st.lists(_rule(plan, spaces), min_size=1, max_size=MAX_RULES)
 
     def build(drawn: list[dict[str, Any]]) -> dict[str, Any]:
-        script: dict[str, Any] = {"rules": drawn}
+        script: dict[str, Any] = {"rules": _reachable(drawn)}
         for key, value, default in (
             ("reply", reply, "text"),
             ("dialect", dialect, None),
@@ -126,6 +129,23 @@ def _rule(draw: st.DrawFn, plan: PlanShape, spaces: tuple[ActionSpace, ...]) -> 
     if attempts is not None:
         rule["match"] = {"attempts": attempts}
     return rule
+
+
+def _reachable(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules some request can reach: the first matching rule wins, so a rule whose
+    attempts the rules before it already cover never fires (and would still shape the
+    contract derived from the script)."""
+    kept: list[dict[str, Any]] = []
+    covered: set[int] = set()
+    for rule in rules:
+        attempts = (rule.get("match") or {}).get("attempts")
+        if attempts is None:
+            kept.append(rule)
+            break  # every later rule is shadowed
+        if not set(attempts) <= covered:
+            kept.append(rule)
+            covered.update(attempts)
+    return kept
 
 
 def _plan_values(plan: PlanShape, source: str) -> tuple[str, ...]:

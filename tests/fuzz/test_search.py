@@ -72,3 +72,14 @@ def test_out_of_time_ends_the_search_with_what_it_found(tmp_path):
     ).run()
     assert report.stopped_by == "minutes"
     assert report.examples < 30
+
+
+def test_a_contract_the_reference_fails_too_is_kept_apart_not_a_finding(tmp_path):
+    # a text delta left out: the reply is short and no client can tell (wrong_content
+    # on both); the search must not hand that to the client as its bug
+    report = Search(_settings(tmp_path, actions=("drop_event",), examples=12)).run()
+    assert report.unsatisfiable, [f.key for f in report.findings]
+    for _data, result, reference in report.unsatisfiable.values():
+        assert result.verdict == "fail" and reference.verdict == "fail"
+    for finding in report.findings:
+        assert finding.reference is not None and finding.reference.verdict != "fail"

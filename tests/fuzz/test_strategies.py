@@ -23,8 +23,14 @@ def test_every_drawn_scenario_validates_with_the_scenario_loader(data):
     scenario = scenario_from_dict(data)
     assert 1 <= len(scenario.script.rules) <= 3
     assert scenario.name == scenario_name(data)
-    for rule in scenario.script.rules:
+    covered: set[int] = set()
+    for i, rule in enumerate(scenario.script.rules):
         assert "server" in rule.fault.action.backends
+        attempts = rule.match.attempts
+        # no rule is shadowed by the ones before it (first match wins)
+        assert attempts is None or not attempts <= covered, data["script"]
+        assert attempts is not None or i == len(scenario.script.rules) - 1
+        covered |= attempts or set()
 
 
 @_DRAWS
