@@ -191,7 +191,8 @@ class Search:
             self.stop("error")
 
     def _round(self, worker: int, round_no: int) -> bool:
-        """One Hypothesis run; True when it made a finding (go on with the next round)."""
+        """One Hypothesis run; True when another round should follow (it made a finding,
+        or it ended with budget left and drew something new)."""
         state = _Round(worker)
         remaining = self._remaining()
         if remaining == 0:
@@ -230,12 +231,15 @@ class Search:
         test = seed(self.config.seed * 1_000_003 + worker * 7919 + round_no)(test)
         # One database entry per target: a rerun replays this target's past findings first.
         test._hypothesis_internal_database_key = f"harness.fuzz:{self.config.target}".encode()
+        before = self.report.examples
         try:
             test()
         except _Found as found:
             self._finish(found, state)
             return True
-        return False  # the budget ran out with nothing new in this round
+        # Hypothesis counts the replays the cache answered: go on while the budget lasts
+        # and the round still drew something new
+        return self.report.examples > before and self._remaining() != 0
 
     def _remaining(self) -> int | None:
         if self.config.examples is None:
