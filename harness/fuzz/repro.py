@@ -80,14 +80,15 @@ def _readme(scenario: Scenario, target: str, result: CaseResult, test: str) -> s
 ## Run it
 
 ```
-pip install llm_transport_harness-*.whl   # the harness wheel (pytest plugin + targets)
-python -m pytest -q                       # in this directory
+pip install llm_transport_harness-*.whl pytest   # the harness wheel (plugin, targets)
+python -m pytest -q                              # in this directory
 ```
 
-`{test}` uses only the plugin's `scenario` fixture: a fault server on 127.0.0.1 plays
-`scenarios/{scenario.name}.toml`, the target `{target}` makes the {scenario.api} call
-({"stream" if scenario.stream else "no stream"}) in a child process, and the harness
-judges it by the contract (`pytest.ini` sets the time scale: {result.time_scale}).
+`{test}` uses only the plugin's `scenario` fixture: a fault server on
+127.0.0.1 plays `scenarios/{scenario.name}.toml`, the target `{target}` makes the
+{scenario.api} call ({"stream" if scenario.stream else "no stream"}) in a child process,
+and the harness judges it by the contract (`pytest.ini` sets the time scale:
+{result.time_scale}; 1.0 replays real provider timings).
 
 ## The fault script
 
