@@ -16,6 +16,8 @@
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
     harness report diff BASE.json HEAD.json [--fail-on G] [--json F] [--markdown F]
     harness posture -t T [-t T2 ...] [--hold-s S] [--json F]   (socket posture per target)
+    harness fuzz -t T [--api A] [--examples N | --minutes M] [--seed S] [--out DIR] [-j N]
+    harness repro SCENARIO -t T --out DIR   (a standalone pytest directory for one case)
 
 Exit status: 0 when every outcome matches its expectation, 1 when some do not,
 2 on a usage or input error (bad scenario file, unknown target, bad option, a report
@@ -64,6 +66,7 @@ COMMAND_MODULES = (
     "harness.cli.reports",
     "harness.cli.posture",
     "harness.cli.docs",
+    "harness.cli.fuzz",
 )
 
 # Kept for callers of the former single-module CLI.

@@ -271,7 +271,12 @@ def parse_document(api: str, body: bytes) -> Parsed:
         raise _stream_error(doc["error"])
     tools = ToolCalls()
     if api == "chat":
-        choice = (doc.get("choices") or [{}])[0]
+        choices = doc.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            # no choice is no answer: returning "" would call an empty reply complete
+            # (found by harness fuzz: drop_field choices on a non-streamed body)
+            raise MalformedEvent(f"{api} body has no choices: {text[:120]!r}")
+        choice = choices[0]
         message = choice.get("message") or {}
         for i, tc in enumerate(message.get("tool_calls") or ()):
             fn = tc.get("function") or {}

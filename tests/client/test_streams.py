@@ -116,6 +116,12 @@ def test_non_stream_body_cut_short_is_truncated_and_garbage_is_malformed() -> No
         parse_body("chat", b"<html>oops</html>")
 
 
+def test_a_non_stream_chat_body_without_choices_is_malformed_not_an_empty_reply() -> None:
+    for doc in ({"id": "chatcmpl-1", "object": "chat.completion"}, {"choices": []}):
+        with pytest.raises(errors.MalformedEvent, match="no choices"):
+            parse_body("chat", json.dumps(doc).encode())
+
+
 def test_non_stream_bodies_of_each_api() -> None:
     responses = {
         "status": "completed",

@@ -1,0 +1,355 @@
+"""The search: drawn scenarios run as real cases, a failure shrunk, confirmed, handed on.
+
+The property is "the contract verdict is not ``fail``". Each example is a scenario dict
+from :func:`harness.fuzz.strategies.scenario_data`, validated by the scenario loader and
+run as one case through the runner's public :func:`harness.runner.run_cases` (the target's
+child process, the same judge, contract, lineage and fault-reached rules as ``harness run``).
+
+One *round* is one Hypothesis run (reuse the example database, generate, shrink). The
+first failure of a group not yet found (group: the outcome kind and the failed checks,
+so one bug is one finding) is claimed by the round and shrunk by Hypothesis; any other
+failure in that round, or a failure of a group already found, passes, so the search
+goes on to new groups in the next round. Results are cached by scenario content:
+Hypothesis replays an example several times while it shrinks, and the cache keeps the
+replay that reports the minimal example consistent. Confirmation is not cached: the
+shrunk scenario is run :attr:`FuzzSettings.confirm` more times and is ``confirmed`` only
+if it fails in its group every time, else ``timing_sensitive`` with its rate.
+
+A failing example counts only when the reference target meets the contract on it (it is
+run there too, once, cached): a script whose contract even the reference fails (a
+stream alive but slower than the ceiling, a dropped text delta no client can notice)
+says something about the contract, not the target. Those are kept apart, one per group
+(:attr:`SearchReport.unsatisfiable`), and never claim a group.
+
+Stopping (``--examples`` used up, ``--minutes`` over, Ctrl-C): generation ends at once
+(:class:`Stop`, which Hypothesis lets through as it does KeyboardInterrupt). A shrink
+under way when time is over or Ctrl-C came answers examples it has not run as passing,
+so it ends within a few cached replays and its finding is still written, unconfirmed;
+a spent example budget lets it (and its confirmation) finish.
+
+Workers (``-j``): each runs its own rounds (seed + worker) with the one shared budget,
+cache, database and set of groups.
+
+Not here: the strategies (``harness.fuzz.strategies``), writing findings
+(``harness.fuzz.findings``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from harness.fuzz.findings import Finding, GroupKey, group_key
+from harness.fuzz.strategies import scenario_data
+from harness.runner import DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
+from harness.scenario import scenario_from_dict
+
+__all__ = ["FuzzSettings", "Search", "SearchReport", "Stop", "run_search"]
+
+#: Case runs one shrink may spend; after it the shrink takes the smallest failure so far.
+SHRINK_CASES = 120
+REFERENCE = "reference"
+
+
+class Stop(BaseException):
+    """The search is over (budget, time or Ctrl-C): ends a round without shrinking."""
+
+
+class _Found(AssertionError):
+    """A claimed group failed on this example (raised into Hypothesis)."""
+
+    def __init__(self, key: GroupKey, data: dict[str, Any], result: CaseResult) -> None:
+        super().__init__(f"{key}: {data['summary']}")
+        self.key, self.data, self.result = key, data, result
+
+
+@dataclass(frozen=True, kw_only=True)
+class FuzzSettings:
+    """One ``harness fuzz`` run."""
+
+    target: str
+    apis: tuple[str, ...]
+    #: action names to draw (empty: every action the fault server plays)
+    actions: tuple[str, ...] = ()
+    examples: int | None = 100
+    minutes: float | None = None
+    seed: int = 0
+    jobs: int = 1
+    time_scale: float = DEFAULT_TIME_SCALE
+    #: Hypothesis's example database (None: none, nothing remembered between runs)
+    database: Path | None = None
+    confirm: int = 3
+    shrink_cases: int = SHRINK_CASES
+    #: the target whose verdict says the contract can be met (None: not checked)
+    reference: str | None = REFERENCE
+
+
+@dataclass
+class SearchReport:
+    findings: list[Finding] = field(default_factory=list)
+    #: per group, the first example the reference target failed too (data, the
+    #: target's result, the reference's): a contract nobody met, not a finding
+    unsatisfiable: dict[GroupKey, tuple[dict[str, Any], CaseResult, CaseResult]] = field(
+        default_factory=dict
+    )
+    examples: int = 0
+    cases: int = 0
+    elapsed_s: float = 0.0
+    stopped_by: str = ""
+
+    @property
+    def cases_per_minute(self) -> float:
+        return 60.0 * self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class _Round:
+    worker: int
+    key: GroupKey | None = None
+    shrink_runs: int = 0
+    first_seen_s: float | None = None
+    first: dict[str, Any] | None = None
+
+
+class Search:
+    """Run the search; ``on_finding`` is called (under a lock) as each finding is made,
+    ``on_case`` after every case run."""
+
+    def __init__(
+        self,
+        config: FuzzSettings,
+        *,
+        on_finding: Callable[[Finding], None] | None = None,
+        on_case: Callable[[CaseResult], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._on_finding = on_finding
+        self._on_case = on_case
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cache: dict[str, CaseResult] = {}
+        self._claims: dict[GroupKey, int] = {}
+        self._stop = threading.Event()
+        self._stopped_by = ""
+        self.report = SearchReport()
+        self._run_settings = RunSettings(time_scale=config.time_scale, jobs=1, keep_timeline=False)
+        self._started = clock()
+        self._deadline = None if config.minutes is None else self._started + 60 * config.minutes
+
+    # ------------------------------------------------------------------ public
+
+    def run(self) -> SearchReport:
+        """Search until the budget is spent; Ctrl-C stops it with the findings so far."""
+        self._started = self._clock()
+        if self.config.minutes is not None:
+            self._deadline = self._started + 60 * self.config.minutes
+        errors: list[BaseException] = []
+        threads = [
+            threading.Thread(target=self._worker, args=(i, errors), daemon=True)
+            for i in range(max(1, self.config.jobs))
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(timeout=0.2)
+        except KeyboardInterrupt:
+            self.stop("interrupted")
+            for t in threads:
+                t.join()
+        self.report.elapsed_s = self._clock() - self._started
+        self.report.stopped_by = self._stopped_by or "examples"
+        if errors:
+            raise errors[0]
+        return self.report
+
+    def stop(self, why: str) -> None:
+        with self._lock:
+            self._stopped_by = self._stopped_by or why
+        self._stop.set()
+
+    # ------------------------------------------------------------------ rounds
+
+    def _worker(self, worker: int, errors: list[BaseException]) -> None:
+        try:
+            for round_no in range(1 << 30):  # ends when the budget is spent
+                if self._stop.is_set() or not self._round(worker, round_no):
+                    return
+        except Stop:
+            return
+        except BaseException as exc:  # reported by run() after the other workers stop
+            errors.append(exc)
+            self.stop("error")
+
+    def _round(self, worker: int, round_no: int) -> bool:
+        """One Hypothesis run; True when another round should follow (it made a finding,
+        or it ended with budget left and drew something new)."""
+        state = _Round(worker)
+        remaining = self._remaining()
+        if remaining == 0:
+            self.stop("examples")
+            return False
+
+        def prop(data: dict[str, Any]) -> None:
+            result = self._example(data, state)
+            if result is None or result.verdict != "fail":
+                return
+            key = group_key(result)
+            if not self._met_by_reference(data, key, result, state):
+                return  # a contract nobody meets is not the target's bug
+            with self._lock:
+                # after a stop (Ctrl-C reaches the children too) nothing new is claimed
+                if state.key is None and key not in self._claims and not self._stop.is_set():
+                    self._claims[key] = worker
+                    state.key = key
+                    state.first = data
+                    state.first_seen_s = self._clock() - self._started
+            if key == state.key:
+                raise _Found(key, data, result)
+
+        test = settings(
+            database=None
+            if self.config.database is None
+            else DirectoryBasedExampleDatabase(str(self.config.database)),
+            max_examples=remaining if remaining is not None else 1_000_000,
+            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+            deadline=None,
+            derandomize=False,
+            report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )(given(scenario_data(self.config.apis, self.config.actions))(prop))
+        test = seed(self.config.seed * 1_000_003 + worker * 7919 + round_no)(test)
+        # One database entry per target: a rerun replays this target's past findings first.
+        test._hypothesis_internal_database_key = f"harness.fuzz:{self.config.target}".encode()
+        before = self.report.examples
+        try:
+            test()
+        except _Found as found:
+            self._finish(found, state)
+            return True
+        # Hypothesis counts the replays the cache answered: go on while the budget lasts
+        # and the round still drew something new
+        return self.report.examples > before and self._remaining() != 0
+
+    def _remaining(self) -> int | None:
+        if self.config.examples is None:
+            return None
+        with self._lock:
+            return max(0, self.config.examples - self.report.examples)
+
+    def _example(self, data: dict[str, Any], state: _Round) -> CaseResult | None:
+        """The example's result: cached, run, or None (not run: the shrink is over)."""
+        name = data["name"]
+        with self._lock:
+            cached = self._cache.get(name)
+        if cached is not None:
+            return cached
+        if state.key is None:
+            self._check_budget()
+        elif self._cut_short() or state.shrink_runs >= self.config.shrink_cases:
+            return None
+        else:
+            state.shrink_runs += 1
+        result = self._run(data)
+        with self._lock:
+            self._cache[name] = result
+            if state.key is None:
+                self.report.examples += 1
+        return result
+
+    def _met_by_reference(
+        self, data: dict[str, Any], key: GroupKey, result: CaseResult, state: _Round
+    ) -> bool:
+        """Does the reference target meet the contract this example failed (True when
+        there is no reference to ask)? Asked only of failing examples; cached; one that
+        the reference fails too is kept apart (``SearchReport.unsatisfiable``)."""
+        reference = self.config.reference
+        if reference is None or reference == self.config.target:
+            return True
+        name = f"{data['name']}@{reference}"
+        with self._lock:
+            ref = self._cache.get(name)
+        if ref is None:
+            if state.key is not None and self._cut_short():
+                return False  # the shrink is over: not run, not a failure
+            ref = self._run(data, reference)
+            with self._lock:
+                self._cache[name] = ref
+        if ref.verdict != "fail":
+            return True
+        with self._lock:
+            self.report.unsatisfiable.setdefault(key, (data, result, ref))
+        return False
+
+    def _cut_short(self) -> bool:
+        """Interrupted, or out of time: a shrink takes what it has, nothing is confirmed.
+        (A spent example budget stops generation only.)"""
+        with self._lock:
+            return self._stopped_by in ("interrupted", "error") or (
+                self._deadline is not None and self._clock() >= self._deadline
+            )
+
+    def _check_budget(self) -> None:
+        if self._stop.is_set():
+            raise Stop()
+        if self._deadline is not None and self._clock() >= self._deadline:
+            self.stop("minutes")
+            raise Stop()
+        remaining = self._remaining()
+        if remaining is not None and remaining <= 0:
+            self.stop("examples")
+            raise Stop()
+
+    def _run(self, data: dict[str, Any], target: str | None = None) -> CaseResult:
+        scenario = scenario_from_dict(data, file=f"<fuzz {data['name']}>")
+        case = (scenario, target or self.config.target)
+        result = run_cases([case], settings=self._run_settings)[0]
+        with self._lock:
+            self.report.cases += 1
+            if self._on_case is not None:
+                self._on_case(result)
+        return result
+
+    # ------------------------------------------------------------------ findings
+
+    def _finish(self, found: _Found, state: _Round) -> None:
+        confirmed: list[bool] = []
+        if not self._cut_short():
+            for _ in range(self.config.confirm):
+                again = self._run(found.data)
+                confirmed.append(again.verdict == "fail" and group_key(again) == found.key)
+        reference = None
+        if self.config.reference and self.config.reference != self.config.target:
+            with self._lock:
+                reference = self._cache.get(f"{found.data['name']}@{self.config.reference}")
+        finding = Finding(
+            key=found.key,
+            data=found.data,
+            result=found.result,
+            target=self.config.target,
+            first=state.first or found.data,
+            confirm_runs=tuple(confirmed),
+            reference=reference,
+            first_seen_s=state.first_seen_s or 0.0,
+            found_s=self._clock() - self._started,
+            shrink_runs=state.shrink_runs,
+        )
+        with self._lock:
+            self.report.findings.append(finding)
+            if self._on_finding is not None:
+                self._on_finding(finding)
+
+
+def run_search(config: FuzzSettings, **kwargs: Any) -> SearchReport:
+    """:class:`Search` ``(config, **kwargs).run()``."""
+    return Search(config, **kwargs).run()

@@ -1,0 +1,244 @@
+"""The fault space the fuzzer draws from, read from the registries (no second list).
+
+* **Actions** come from :data:`harness.faults.ACTIONS`: each one's phases from its
+  ``phases``, its parameters from its dataclass fields, and each parameter's values from
+  its type, its default and its own validation (a bad value is tried and the
+  :class:`FaultSpecError` it raises names the allowed choices, as the fault reference
+  does). The default is always the first value, so a shrunk script keeps the action as
+  documented unless another value is what fails.
+* **Phases** ``event:N`` range over the *real* counted units of the reply plan the fault
+  server builds for that API and reply shape (:func:`harness.server.apis.plan_reply`):
+  the role chunk or ``message_start``, tool-argument fragments, item boundaries, the
+  terminal event. ``bytes:N`` ranges over the plan's body bytes.
+* **Dialects** from :data:`harness.vocab.dialects.DIALECT_APIS`.
+
+A few parameters name something of the reply itself (an event type, a JSON field): their
+values are read from the plan's units. Parameters past a client's usual caps (a
+Retry-After beyond the reference's 60 s cap, an HTTP date) are in :data:`PAST_DEFAULTS`.
+
+Not here: Hypothesis (``harness.fuzz.strategies``), running anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.client.settings import DEFAULT_RETRY_AFTER_MAX_S
+from harness.faults import ACTIONS, PHASE_KINDS, FaultSpecError
+from harness.faults.base import Action
+from harness.server.apis import ReplyPlan, plan_reply
+from harness.vocab.dialects import DIALECT_APIS
+from harness.vocab.statuses import NON_RETRYABLE_STATUSES, RETRYABLE_STATUSES
+
+__all__ = [
+    "PAST_DEFAULTS",
+    "ActionSpace",
+    "PlanShape",
+    "action_spaces",
+    "dialects_for",
+    "plan_shape",
+]
+
+#: Values past a client's usual defaults, per (action, parameter): the reference caps a
+#: Retry-After at 60 s; an HTTP date (past, or far future) is legal and rarely parsed.
+PAST_DEFAULTS: Mapping[tuple[str, str], tuple[Any, ...]] = {
+    ("status", "retry_after_s"): (1.0, DEFAULT_RETRY_AFTER_MAX_S * 1.5),
+    ("status", "retry_after"): (
+        "Wed, 21 Oct 2015 07:28:00 GMT",
+        "Fri, 01 Jan 2100 00:00:00 GMT",
+    ),
+    ("status", "code"): tuple(sorted(RETRYABLE_STATUSES)) + tuple(sorted(NON_RETRYABLE_STATUSES)),
+    ("status", "content_type"): ("text/html",),
+}
+#: Scenario seconds tried for a duration (after its default): short, near a deadline,
+#: past every deadline of the reference's catalog watchdog.
+_DURATIONS = (0.5, 3.0, 30.0)
+_COUNTS = (2, 50)
+_BYTES = (1, 4096)
+#: Relay-only and kernel actions need a network backend: not drawn for the server.
+_BACKEND = "server"
+#: A representative request per API (the body shapes the plan, not the reply text).
+_PROMPT = [{"role": "user", "content": "Answer with a few words."}]
+_BODIES: Mapping[str, Mapping[str, Any]] = {
+    "chat": {"model": "test-model", "messages": _PROMPT},
+    "responses": {"model": "test-model", "input": _PROMPT},
+    "messages": {"model": "test-model", "max_tokens": 256, "messages": _PROMPT},
+}
+
+
+@dataclass(frozen=True)
+class ActionSpace:
+    """One action as the fuzzer sees it: its phase kinds (in :data:`PHASE_KINDS` order,
+    earliest first) and, per parameter, the values to draw (default first)."""
+
+    name: str
+    phases: tuple[str, ...]
+    params: tuple[tuple[str, tuple[Any, ...]], ...]
+    #: parameters whose values come from the reply plan (``"event_type"``, ``"field"``)
+    from_plan: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanShape:
+    """The counted units of one healthy reply: their kinds, event names and fields."""
+
+    kinds: tuple[str, ...]
+    event_types: tuple[str, ...]
+    fields: tuple[str, ...]
+    body_bytes: int
+
+    @property
+    def boundaries(self) -> tuple[int, ...]:
+        """``event:N`` values where the kind of unit changes (the first tool-argument
+        fragment, after an item's ``done``, before the terminal event), and right after
+        the first event (the role chunk, ``response.created``, ``message_start``)."""
+        cuts = {0, 1, len(self.kinds)}
+        for i in range(1, len(self.kinds)):
+            if self.kinds[i] != self.kinds[i - 1]:
+                cuts.update((i, i + 1))
+        return tuple(sorted(c for c in cuts if c <= len(self.kinds)))
+
+    def describe(self, n: int) -> str:
+        """What ``event:n`` is in words: after which unit, before which."""
+        before = self.kinds[n - 1] if 0 < n <= len(self.kinds) else "headers"
+        after = self.kinds[n] if n < len(self.kinds) else "end"
+        return f"after {before}, before {after}"
+
+
+@functools.cache
+def action_spaces(backend: str = _BACKEND) -> tuple[ActionSpace, ...]:
+    """Every registered action the ``backend`` plays, sorted by name."""
+    return tuple(_space(cls) for name, cls in sorted(ACTIONS.items()) if backend in cls.backends)
+
+
+def dialects_for(api: str) -> tuple[str | None, ...]:
+    """None (the API's reference shape) first, then every dialect that shapes ``api``."""
+    return (None, *(name for name, apis in DIALECT_APIS.items() if api in apis))
+
+
+@functools.cache
+def plan_shape(api: str, stream: bool, reply: str, dialect: str | None, events: int) -> PlanShape:
+    """The fault server's own healthy plan for this request shape."""
+    body = {**_BODIES[api], "stream": stream}
+    plan = plan_reply(api, body, events=events, shape=reply, dialect=dialect)
+    return PlanShape(
+        kinds=plan.kinds,
+        event_types=_event_types(plan),
+        fields=_fields(plan),
+        body_bytes=sum(len(u) for u in plan.units),
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _space(cls: type[Action]) -> ActionSpace:
+    phases = tuple(k for k in PHASE_KINDS if k in cls.phases)
+    params: list[tuple[str, tuple[Any, ...]]] = []
+    from_plan: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        default = _default(f)
+        source = _plan_source(cls, f.name)
+        if source is not None:
+            from_plan[f.name] = source
+            params.append((f.name, (default,)))
+            continue
+        extra = PAST_DEFAULTS.get((cls.name, f.name)) or _values(cls, f, default)
+        values = tuple(dict.fromkeys((default, *extra)))
+        params.append((f.name, tuple(v for v in values if _valid(cls, f.name, v))))
+    return ActionSpace(cls.name, phases, tuple(params), from_plan)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise ValueError(f"action field {f.name} has no default")  # every action has defaults
+
+
+def _values(cls: type[Action], f: dataclasses.Field, default: Any) -> tuple[Any, ...]:
+    """Values for one field from its type and the action's validation."""
+    kind = str(f.type)
+    optional = "None" in kind
+    if kind.startswith("bool"):
+        return (not default,)
+    if kind.startswith("float"):
+        return (*_DURATIONS, *((None,) if optional else ()))
+    if kind.startswith("int"):
+        return _BYTES if "bytes" in f.name else _COUNTS
+    if kind.startswith("str"):
+        return _choices(cls, f.name)
+    return ()  # tuples of headers, free structures: the default only
+
+
+def _choices(cls: type[Action], name: str) -> tuple[str, ...]:
+    """The allowed words a choice field's validation names (``string, json, utf8``);
+    () for free text (its message is a sentence, not a list)."""
+    try:
+        cls(**{name: "\x00not-valid"})
+    except FaultSpecError as exc:
+        words = [w.strip() for w in exc.allowed.split(",")]
+        if len(words) > 1 and all(re.fullmatch(r"[a-z0-9_\-]+", w) for w in words):
+            return tuple(words)
+    except (TypeError, ValueError):
+        pass  # not a string field after all: no choices to read
+    return ()
+
+
+def _valid(cls: type[Action], name: str, value: Any) -> bool:
+    try:
+        cls(**{name: value})
+    except (FaultSpecError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _plan_source(cls: type[Action], name: str) -> str | None:
+    """Parameters that name a part of the reply: an event's type or a JSON field."""
+    if name == "type" and cls.alters_content:
+        return "event_type"
+    if name == "field" and cls.alters_content:
+        return "field"
+    return None
+
+
+def _event_types(plan: ReplyPlan) -> tuple[str, ...]:
+    names: list[str] = ["terminal"]
+    for unit in plan.units:
+        m = re.match(rb"event: ?([^\r\n]+)", unit)
+        if m:
+            names.append(m.group(1).decode())
+        elif unit.strip() == b"data: [DONE]":
+            names.append("[DONE]")
+    return tuple(dict.fromkeys(names))
+
+
+def _fields(plan: ReplyPlan) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for unit in plan.units:
+        for line in unit.splitlines():
+            text = line[5:].strip() if line.startswith(b"data:") else line.strip()
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                continue
+            _keys(doc, found)
+    return tuple(found)
+
+
+def _keys(doc: Any, found: dict[str, None]) -> None:
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if v is not None:
+                found.setdefault(k, None)
+            _keys(v, found)
+    elif isinstance(doc, list):
+        for v in doc:
+            _keys(v, found)

@@ -1,0 +1,85 @@
+"""The search against real targets: a seeded short fuzz finds, shrinks, confirms, writes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.fuzz.findings import write_findings
+from harness.fuzz.search import FuzzSettings, Search
+from harness.scenario import load_scenario
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+TRUNCATION = ("truncated_as_complete", ("honest_reply",))
+
+
+def _settings(tmp_path: Path, **overrides: object) -> FuzzSettings:
+    values: dict[str, object] = {
+        "target": "openai-sdk",
+        "apis": ("chat",),
+        "actions": ("truncate",),  # no hangs: each would cost the 3 s outer ceiling
+        "examples": 15,
+        "seed": 1,
+        "time_scale": 0.02,
+        "database": tmp_path / "db",
+        "confirm": 2,
+    }
+    values.update(overrides)
+    return FuzzSettings(**values)  # type: ignore[arg-type]
+
+
+def test_the_bare_sdk_s_truncation_is_found_shrunk_to_one_rule_and_written(tmp_path):
+    report = Search(_settings(tmp_path)).run()
+    findings = {f.key: f for f in report.findings}
+    assert TRUNCATION in findings, [f.key for f in report.findings]
+    finding = findings[TRUNCATION]
+    assert finding.rules == 1
+    assert finding.status == "confirmed", finding.rate
+    # the contract can be met: the reference stack raises on the same stream
+    assert finding.satisfiable is True
+    assert finding.reference is not None and finding.reference.verdict != "fail"
+    # one bug, one finding: no two findings share a group
+    assert len(findings) == len(report.findings)
+
+    out = tmp_path / "out"
+    write_findings(out, report.findings, target="openai-sdk")
+    scenario = load_scenario(out / f"{finding.name}.toml")
+    assert scenario.expected["openai-sdk"] == "truncated_as_complete"
+    assert scenario.expected["reference"].startswith("error:")
+    assert [r.fault.name for r in scenario.script.rules] == ["truncate"]
+    summary = json.loads((out / "findings.json").read_text())
+    assert finding.name in {f["name"] for f in summary["findings"]}
+
+
+def test_a_rerun_tries_the_database_s_past_findings_first(tmp_path):
+    first = Search(_settings(tmp_path)).run()
+    assert TRUNCATION in {f.key for f in first.findings}
+    # a different seed and a budget far too small to find it by generation again
+    again = Search(_settings(tmp_path, seed=99, examples=3)).run()
+    assert TRUNCATION in {f.key for f in again.findings}
+
+
+def test_out_of_time_ends_the_search_with_what_it_found(tmp_path):
+    ticks = itertools.count()
+    # each clock reading is 2 s later: the search's minute is over after 30 readings
+    report = Search(
+        _settings(tmp_path, examples=None, minutes=1.0, database=None),
+        clock=lambda: 2.0 * next(ticks),
+    ).run()
+    assert report.stopped_by == "minutes"
+    assert report.examples < 30
+
+
+def test_a_contract_the_reference_fails_too_is_kept_apart_not_a_finding(tmp_path):
+    # a text delta left out: the reply is short and no client can tell (wrong_content
+    # on both); the search must not hand that to the client as its bug
+    report = Search(_settings(tmp_path, actions=("drop_event",), examples=12)).run()
+    assert report.unsatisfiable, [f.key for f in report.findings]
+    for _data, result, reference in report.unsatisfiable.values():
+        assert result.verdict == "fail" and reference.verdict == "fail"
+    for finding in report.findings:
+        assert finding.reference is not None and finding.reference.verdict != "fail"
