@@ -13,8 +13,9 @@ Two measurements, each scheduled against actual:
   own code would have met.
 
 The tolerance is the smallest gap the server scheduled between two events (the
-scenario's finest timing promise), never below :data:`MIN_TOLERANCE_S`; where no event was
-paced, one scenario second at the case's time scale. Late by more than that, the client
+scenario's finest timing promise), never below :data:`MIN_TOLERANCE_S`. Where no event was
+paced the scenario made no timing promise the server kept a record of, so starvation
+voids nothing there (a client that fails a burst of events under load failed on its own). Late by more than that, the client
 saw a gap at least twice as long as scripted, or was kept from running for as long as
 one: slow-but-alive scenarios keep their deadlines several gaps away, so less than one
 gap of the harness's own lateness cannot explain a kill.
@@ -62,6 +63,8 @@ class Lateness:
     starved_s: float | None
     #: How late the harness may be in this case before it broke its promise.
     tolerance_s: float
+    #: Whether any event was paced (a timing promise the server recorded).
+    paced: bool = True
 
     def broken(self) -> str:
         """Which promise the harness broke, as evidence ("" when it kept them)."""
@@ -71,7 +74,7 @@ class Lateness:
                 f"the fault server wrote a paced event {self.pacing_late_s:.3f} s after it was "
                 f"due (tolerance {tol:.3f} s)"
             )
-        if self.starved_s is not None and self.starved_s > tol:
+        if self.paced and self.starved_s is not None and self.starved_s > tol:
             return (
                 f"a target thread waited {self.starved_s:.3f} s for a CPU during the case "
                 f"(tolerance {tol:.3f} s): the machine's load, not the client"
@@ -83,6 +86,7 @@ class Lateness:
             "pacing_late_s": self.pacing_late_s,
             "starved_s": self.starved_s,
             "tolerance_s": self.tolerance_s,
+            "paced": self.paced,
         }
 
 
@@ -111,6 +115,7 @@ def measure(
         pacing_late_s=late,
         starved_s=starved_s,
         tolerance_s=max(MIN_TOLERANCE_S, LATE_FRACTION * finest),
+        paced=gap is not None,
     )
 
 

@@ -38,7 +38,7 @@ from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, runqueue_waits, snapshot, starved_s
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
 from harness.posture import Posture, sampling
-from harness.replies import DEFAULT_TOOL_SPEC
+from harness.replies import DEFAULT_TOOL_SPEC, TOOL_REPLY_SHAPES
 from harness.scenario import Scenario
 from harness.targets.base import Job
 from harness.targets.runtime.process import ChildFailed, TargetProcess
@@ -303,7 +303,7 @@ def _offered_tools(scenario: Scenario) -> tuple[dict[str, Any], ...]:
     default tool on a tool-call script (a model calls only a tool it was offered)."""
     if scenario.request.tools is not None:
         return tuple(t.model_dump() for t in scenario.request.tools)
-    if scenario.script.reply in ("tool_call", "parallel_tool_calls"):
+    if scenario.script.reply in TOOL_REPLY_SHAPES:
         return (dict(DEFAULT_TOOL_SPEC),)
     return ()
 

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_TOOL",
     "DEFAULT_TOOL_SPEC",
+    "TOOL_REPLY_SHAPES",
     "fragments",
     "reasoning_deltas",
     "render_tool_call",
@@ -62,6 +63,9 @@ def reply_text(seed: str, events: int) -> str:
 #: The tool a tool-call reply calls when the request names none: harmless by design
 #: (hermes's harness tool records its arguments; nothing else runs it).
 DEFAULT_TOOL = "record_note"
+#: The reply shapes that call tools: a job offers tools on them (a model calls only a
+#: tool it was offered), the default one where the scenario names none.
+TOOL_REPLY_SHAPES = ("tool_call", "parallel_tool_calls")
 #: The tool a job offers on a tool-call scenario that names none (``[request] tools``):
 #: the same shape hermes's driver registers (``hermes_driver/tool.py``).
 DEFAULT_TOOL_SPEC: dict[str, Any] = {

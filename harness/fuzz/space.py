@@ -32,6 +32,7 @@ from typing import Any
 from harness.client.settings import DEFAULT_RETRY_AFTER_MAX_S
 from harness.faults import ACTIONS, PHASE_KINDS, FaultSpecError
 from harness.faults.base import Action
+from harness.replies import DEFAULT_TOOL_SPEC, TOOL_REPLY_SHAPES, tools_for_api
 from harness.server.apis import ReplyPlan, plan_reply
 from harness.vocab.dialects import DIALECT_APIS
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES, RETRYABLE_STATUSES
@@ -125,7 +126,9 @@ def dialects_for(api: str) -> tuple[str | None, ...]:
 @functools.cache
 def plan_shape(api: str, stream: bool, reply: str, dialect: str | None, events: int) -> PlanShape:
     """The fault server's own healthy plan for this request shape."""
-    body = {**_BODIES[api], "stream": stream}
+    body: dict[str, Any] = {**_BODIES[api], "stream": stream}
+    if reply in TOOL_REPLY_SHAPES:  # as the job offers it: the server calls offered tools
+        body["tools"] = tools_for_api([DEFAULT_TOOL_SPEC], api)
     plan = plan_reply(api, body, events=events, shape=reply, dialect=dialect)
     return PlanShape(
         kinds=plan.kinds,

@@ -13,7 +13,9 @@ from harness.targets.base import CallResult, EventLog, Job, Target
 
 
 class FlipFlopTarget(Target):
-    """Even runs: the reply, over real HTTP. Odd runs: a clean ConnectionError."""
+    """Even runs: the reply, over real HTTP. Odd runs: the same request, then a clean
+    ConnectionError (after the request: a client that never reaches the server did not
+    start, which judges nothing)."""
 
     name = "runner.repeat_targets:FlipFlopTarget"
     apis = ("chat",)
@@ -24,8 +26,6 @@ class FlipFlopTarget(Target):
         counter = Path(os.environ["HARNESS_TEST_FLIP_FILE"])
         run = int(counter.read_text() or 0) if counter.exists() else 0
         counter.write_text(str(run + 1))
-        if run % 2:
-            raise ConnectionError(f"run {run}: gave up before sending")
         body = {"model": job.model, "messages": [dict(m) for m in job.messages], "stream": False}
         response = httpx.post(
             job.base_url.rstrip("/") + "/chat/completions",
@@ -34,4 +34,6 @@ class FlipFlopTarget(Target):
             timeout=10,
         )
         text = json.loads(response.read())["choices"][0]["message"]["content"]
+        if run % 2:
+            raise ConnectionError(f"run {run}: dropped the reply")
         return CallResult(text=text, finish_reason="stop", attempts=1)

@@ -46,10 +46,13 @@ def test_on_time_events_and_a_client_that_ran_keep_the_promise():
 
 
 def test_a_starved_target_breaks_the_promise_and_is_named_as_the_machines_load():
-    lateness = measure([], starved_s=1.4, time_scale=1.0)  # no paced event: 1 s gap
-    assert lateness.tolerance_s == pytest.approx(1.0)
-    assert "waited 1.400 s for a CPU" in lateness.broken()
-    assert measure([], starved_s=None, time_scale=1.0).broken() == ""  # unknown: kept
+    paced = [_sent(1, k, 10.0 + 0.2 * k, 10.0 + 0.2 * k) for k in range(3)]
+    lateness = measure(paced, starved_s=0.4, time_scale=1.0)
+    assert lateness.tolerance_s == pytest.approx(0.2)
+    assert "waited 0.400 s for a CPU" in lateness.broken()
+    assert measure(paced, starved_s=None, time_scale=1.0).broken() == ""  # unknown: kept
+    # nothing paced: no timing promise was made, so starvation voids nothing
+    assert measure([], starved_s=5.0, time_scale=1.0).broken() == ""
 
 
 def test_only_an_alive_case_that_counts_against_the_client_is_void():
