@@ -334,3 +334,21 @@ class ClosingSocketTarget(Target):
     def call(self, job: Job, log: EventLog) -> CallResult:
         _connected(job).close()
         return CallResult(text="", finish_reason="stop")
+
+
+class LingeringTarget(Target):
+    """Returns while a worker it abandoned still holds a socket, which the worker closes
+    by itself a moment later (a retried attempt's stream worker finishing)."""
+
+    name = "runner.targets_double:LingeringTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        sock = _connected(job)
+        done = threading.Event()
+
+        def linger() -> None:
+            done.wait(1.0)  # the worker's own timeout, not synchronisation with anything
+            sock.close()
+
+        threading.Thread(target=linger, daemon=True).start()
+        return CallResult(text="", finish_reason="stop")

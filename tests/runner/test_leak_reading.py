@@ -1,6 +1,8 @@
 """Leaks are read the same way every time: a socket a client dropped without closing
 counts whether or not an automatic collection ran during the call (the child keeps the
-collector off from the job until its next command: ``targets.runtime.protocol.serve``)."""
+collector off from the job until its next command: ``targets.runtime.protocol.serve``),
+and a worker that closes its socket by itself soon after the call is not a leak
+(``lifecycle.LEAK_SETTLE_DEADLINE_S``) while one that never does still is."""
 
 from __future__ import annotations
 
@@ -40,3 +42,16 @@ def test_a_socket_closed_before_the_return_is_no_leak(server):
     result = run("ClosingSocketTarget", server)
     assert result.leaks is not None and result.leaks.total == 0, result.leaks
     assert "no_leaks" not in result.failed_checks
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_that_closes_its_socket_soon_after_the_call_is_no_leak(server):
+    result = run("LingeringTarget", server)
+    assert result.leaks is not None and result.leaks.total == 0, result.leaks
+
+
+@pytest.mark.timeout(60)
+def test_a_thread_that_never_ends_is_still_a_leak_after_the_deadline(server):
+    result = run("LeakyTarget", server)
+    assert result.leaks is not None and result.leaks.threads == 1, result.leaks
+    assert "no_leaks" in result.failed_checks
