@@ -11,9 +11,9 @@ and sorts every difference into one of four groups:
                  beyond noise, the transport settings, checks no longer failed under the
                  same verdict, a case run on one side only or not run on one side
     variation    the outcome moved between two the target's expectation accepts (both
-                 sides matched the same ``expected``, e.g. ``ok|false_kill``), and every
-                 check newly failed is one the outcome alone decides (``OUTCOME_CHECKS``):
-                 the target's own recorded variance, never a regression
+                 sides matched the same ``expected``, e.g. ``ok|false_kill``): the
+                 target's own recorded variance, never a regression (the checks that
+                 came with it are named, ``harness.report.diff_rules``)
 
 Each changed case carries what changed underneath (``harness.report.diff_causes``): the
 exception chain's root cause, the transport facts and the evidence of each newly failed
@@ -52,8 +52,8 @@ from harness.report.diff_rules import (
     OUTCOME_CHECKS,
     accepted_variation,
     latency_moved,
-    rates,
     requests_moved,
+    variation_note,
 )
 from harness.report.json_report import ReportError, read_report
 
@@ -359,8 +359,8 @@ def _case_delta(
         what.append("transport settings")
     if not what:
         return None
-    if accepted_variation(base, head, newly):
-        what.append(f"both accepted by `{head.expected}`" + rates(head))
+    if accepted_variation(base, head):
+        what.append(variation_note(head, newly))
         return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
     if newly or (b_rank is not None and h_rank is not None and h_rank < b_rank):
         group = "regression"

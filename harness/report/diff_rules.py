@@ -3,8 +3,9 @@
 * **latency**: noise unless it moved by more than a floor *and* a share of the smaller;
 * **requests**: noise when the count moved by at most a few under the same outcome;
 * **accepted variation**: the outcome moved between two the case's expectation accepts
-  (both sides matched the same ``expected``), and every check newly failed is one the
-  outcome alone decides (:data:`OUTCOME_CHECKS`).
+  (both sides matched the same ``expected``). The checks that came with the move are
+  named; those the outcome alone does not decide (not in :data:`OUTCOME_CHECKS`: a leak
+  hermes leaves on one path and not the other) are marked, never hidden.
 
 Each rule reads two :class:`~harness.report.diff.CaseSide` objects (any object with
 their fields: this module imports nothing of the diff).
@@ -16,12 +17,19 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OUTCOME_CHECKS", "accepted_variation", "latency_moved", "rates", "requests_moved"]
+__all__ = [
+    "OUTCOME_CHECKS",
+    "accepted_variation",
+    "latency_moved",
+    "rates",
+    "requests_moved",
+    "variation_note",
+]
 
 Side = Any  # harness.report.diff.CaseSide
 
 #: The contract checks the outcome alone decides (``harness.contract.verdict``): a move
-#: between two accepted outcomes may flip these and nothing else.
+#: between two accepted outcomes flips these by itself.
 OUTCOME_CHECKS = frozenset(
     {
         "complete_reply",
@@ -33,17 +41,25 @@ OUTCOME_CHECKS = frozenset(
 )
 
 
-def accepted_variation(base: Side, head: Side, newly: tuple[str, ...]) -> bool:
-    """The outcome moved between two the same expectation accepts, and nothing but the
-    checks the outcome decides came with it."""
+def accepted_variation(base: Side, head: Side) -> bool:
+    """The outcome moved between two outcomes the same expectation accepts."""
     return (
         base.outcome != head.outcome
         and base.expected is not None
         and base.expected == head.expected
         and base.matched is True
         and head.matched is True
-        and all(c in OUTCOME_CHECKS for c in newly)
     )
+
+
+def variation_note(head: Side, newly: tuple[str, ...]) -> str:
+    """``both accepted by `ok|false_kill` (3/5 ok, 2/5 false_kill)``, and the newly failed
+    checks the outcome does not decide, if any."""
+    note = f"both accepted by `{head.expected}`" + rates(head)
+    other = [c for c in newly if c not in OUTCOME_CHECKS]
+    if other:
+        note += "; with " + ", ".join(f"`{c}`" for c in other) + " (not decided by the outcome)"
+    return note
 
 
 def rates(side: Side) -> str:
