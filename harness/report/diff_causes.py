@@ -18,7 +18,8 @@ unknown, never a difference):
 * ``evidence``: one sentence per failed check.
 
 :func:`summarise` folds the changed cases into one line per cause ("28 cases: new
-RuntimeError: Cannot send a request, as the client has been closed").
+RuntimeError: Cannot send a request, as the client has been closed"), causes that differ
+only in their numbers folded together.
 
 Not here: deciding which cases changed (``harness.report.diff``), rendering
 (``harness.report.diff_markdown``).
@@ -44,6 +45,7 @@ __all__ = [
 #: A root cause's text is cut here in the diff (the JSON report keeps the chain).
 MAX_CAUSE_CHARS = 160
 #: What varies between two runs of one build inside one error text (see the module doc).
+_DIGITS = re.compile(r"\d+")
 _VARIABLE = re.compile(r"\d{4,}|\{[^{}]*\}|\[[^\[\]]*\]|'[^']*'|\"[^\"]*\"")
 
 
@@ -176,9 +178,9 @@ def summarise(changed: Iterable[tuple[str, Underneath]]) -> list[Cause]:
         if under.root is not None:
             base, head = under.root
             if head is not None:
-                add("new " + _key(head), f"new {head}", case)
+                add("new " + _group(head), f"new {head}", case)
             if base is not None:
-                add("gone " + _key(base), f"gone {base}", case)
+                add("gone " + _group(base), f"gone {base}", case)
         for fact in under.transport:
             add("transport " + fact, f"transport {fact}", case)
     causes = [Cause(text, tuple(cases)) for text, cases in groups.values()]
@@ -187,6 +189,12 @@ def summarise(changed: Iterable[tuple[str, Underneath]]) -> list[Cause]:
 
 def _key(text: str | None) -> str:
     return "" if text is None else _VARIABLE.sub("_", text)
+
+
+def _group(text: str) -> str:
+    """The summary folds causes that differ in any number ("received 40 bytes" and
+    "received 842 bytes"); the first one seen is shown."""
+    return _key(_DIGITS.sub("0", text))
 
 
 def _flatten(value: Mapping[str, Any], prefix: str, out: dict[str, str]) -> None:

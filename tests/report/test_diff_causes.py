@@ -272,3 +272,19 @@ def test_noise_needs_two_reports(tmp_path, capsys):
     assert main(["report", "noise", str(one)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "at least two reports" in err[0]
+
+
+def test_the_summary_folds_causes_that_differ_only_in_numbers():
+    from harness.report.diff_causes import Underneath, summarise
+
+    cut = "RemoteProtocolError: peer closed connection (received {} bytes, expected {})"
+    changed = [
+        ("a", Underneath(root=(cut.format(842, 2280), None))),
+        ("b", Underneath(root=(cut.format(17556, 28281), None))),
+        ("c", Underneath(root=(None, "RateLimitError: Error code: 429"))),
+    ]
+    lines = [c.line() for c in summarise(changed)]
+    assert lines == [
+        f"2 cases: gone {cut.format(842, 2280)}",
+        "1 case: new RateLimitError: Error code: 429",
+    ]
