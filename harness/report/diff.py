@@ -19,15 +19,11 @@ Each changed case carries what changed underneath (``harness.report.diff_causes`
 exception chain's root cause, the transport facts and the evidence of each newly failed
 check; ``ReportDiff.causes`` folds them into one line per cause.
 
-Latency is noise unless it moved by more than ``latency_noise_s`` *and* by more than
-``latency_noise_ratio`` of the smaller of the two (a retry's jittered backoff moves a
-hermes case by seconds); it is not compared at all when the two runs used different time
-scales. The request count is noise when it moved by at most ``requests_noise`` under
-the same outcome: hermes's own timers race a loaded machine (its 1 s Codex first-byte
-watchdog at time scale 0.2 closes a reply already in its socket and asks again; its
-continuation retries reach the server 4 or 5 times), one request either way between two
-runs of one build. A case either report marks ``flaky`` (``harness run --repeat``) has its
-outcome and latency differences left out; its verdict and checks still count.
+What is noise (``harness.report.diff_rules``): latency that moved by at most
+``latency_noise_s`` or ``latency_noise_ratio`` of the smaller (not compared across time
+scales), a request count that moved by at most ``requests_noise`` under the same outcome,
+and the outcome and latency of a case either report marks ``flaky`` (``--repeat``; its
+verdict and checks still count unless both sides saw the same spread of verdicts).
 
 When each report holds exactly one target and the names differ (``hermes`` against
 ``hermes+guard``), cases are paired by scenario alone.
@@ -36,7 +32,7 @@ Reports are read as plain JSON, field by field: a field this module does not kno
 ignored, a missing one is unknown (never a difference), so reports written by older or
 newer runs compare. A file that is not a harness JSON report is a :class:`ReportError`.
 
-Not here: rendering (``harness.report.diff_markdown``), the command (``harness.cli.reports``).
+Not here: rendering (``harness.report.diff_markdown``), the command (``harness.cli.report_diff``).
 """
 
 from __future__ import annotations
@@ -51,6 +47,8 @@ from harness.report.diff_causes import Cause, Underneath, summarise, underneath
 from harness.report.diff_rules import (
     OUTCOME_CHECKS,
     accepted_variation,
+    flaky_alike,
+    flaky_note,
     latency_moved,
     requests_moved,
     variation_note,
@@ -110,6 +108,8 @@ class CaseSide:
     matched: bool | None = None
     #: ``--repeat``: how often each outcome came out (empty: one run).
     outcomes_seen: tuple[tuple[str, int], ...] = ()
+    #: ``--repeat``: how often each verdict came out (empty: one run).
+    verdicts_seen: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any]) -> CaseSide:
@@ -123,7 +123,8 @@ class CaseSide:
         checks = entry.get("failed_checks")
         expected, matched = entry.get("expected"), entry.get("matched")
         repeats = entry.get("repeats")
-        seen = repeats.get("outcomes") if isinstance(repeats, Mapping) else None
+        repeats = repeats if isinstance(repeats, Mapping) else {}
+        seen, verdicts = repeats.get("outcomes"), repeats.get("verdicts")
         return cls(
             verdict=verdict if verdict in _VERDICT_RANK else None,
             failed_checks=tuple(c for c in checks if isinstance(c, str))
@@ -137,9 +138,8 @@ class CaseSide:
             message=str(entry.get("message") or "")[:300],
             expected=expected if isinstance(expected, str) and expected else None,
             matched=matched if isinstance(matched, bool) else None,
-            outcomes_seen=tuple((str(k), int(v)) for k, v in seen.items())
-            if isinstance(seen, Mapping)
-            else (),
+            outcomes_seen=_counts(seen),
+            verdicts_seen=_counts(verdicts),
         )
 
     @property
@@ -359,6 +359,9 @@ def _case_delta(
         what.append("transport settings")
     if not what:
         return None
+    if flaky_alike(base, head):
+        what.append(flaky_note(base, head))
+        return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
     if accepted_variation(base, head):
         what.append(variation_note(head, newly))
         return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
@@ -380,6 +383,11 @@ def _cases(report: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]
 def _scale(report: Mapping[str, Any]) -> Any:
     scale = report.get("time_scale")
     return tuple(scale) if isinstance(scale, list) else scale
+
+
+def _counts(value: Any) -> tuple[tuple[str, int], ...]:
+    items = value.items() if isinstance(value, Mapping) else ()
+    return tuple((str(k), n) for k, n in items if isinstance(n, int))
 
 
 def _int_or_none(value: Any) -> int | None:

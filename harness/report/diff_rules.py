@@ -1,11 +1,17 @@
 """The rules by which ``harness report diff`` tells a change from a build's own noise.
 
 * **latency**: noise unless it moved by more than a floor *and* a share of the smaller;
-* **requests**: noise when the count moved by at most a few under the same outcome;
+* **requests**: noise when the count moved by at most a few under the same outcome:
+  hermes's own timers race a loaded machine (its 1 s Codex first-byte watchdog at time
+  scale 0.2 closes a reply already in its socket and asks again; its continuation
+  retries reach the server 4 or 5 times), one request either way between two runs of
+  one build (3 to 10 of 91 cases a pair, 2026-12-04);
 * **accepted variation**: the outcome moved between two the case's expectation accepts
   (both sides matched the same ``expected``). The checks that came with the move are
   named; those the outcome alone does not decide (not in :data:`OUTCOME_CHECKS`: a leak
-  hermes leaves on one path and not the other) are marked, never hidden.
+  hermes leaves on one path and not the other) are marked, never hidden;
+* **flaky alike**: both reports ran the case several times (``--repeat``), each saw more
+  than one verdict, and the head saw none the base did not: the same spread, not a change.
 
 Each rule reads two :class:`~harness.report.diff.CaseSide` objects (any object with
 their fields: this module imports nothing of the diff).
@@ -20,6 +26,8 @@ from typing import Any
 __all__ = [
     "OUTCOME_CHECKS",
     "accepted_variation",
+    "flaky_alike",
+    "flaky_note",
     "latency_moved",
     "rates",
     "requests_moved",
@@ -81,3 +89,20 @@ def latency_moved(base: Side, head: Side, floor_s: float, ratio: float) -> bool:
         return False
     moved = abs(head.latency_s - base.latency_s)
     return moved > floor_s and moved > ratio * min(base.latency_s, head.latency_s)
+
+
+def flaky_alike(base: Side, head: Side) -> bool:
+    """Both sides' repeated runs gave several verdicts, and the head no new one."""
+    b_seen = {v for v, _ in base.verdicts_seen}
+    h_seen = {v for v, _ in head.verdicts_seen}
+    return len(b_seen) > 1 and len(h_seen) > 1 and h_seen <= b_seen
+
+
+def flaky_note(base: Side, head: Side) -> str:
+    """``flaky on both sides: pass 2/3, fail 1/3 → pass 1/3, fail 2/3``."""
+    return f"flaky on both sides: {_spread(base.verdicts_seen)} → {_spread(head.verdicts_seen)}"
+
+
+def _spread(seen: tuple[tuple[str, int], ...]) -> str:
+    runs = sum(n for _, n in seen)
+    return ", ".join(f"{v} {n}/{runs}" for v, n in seen)

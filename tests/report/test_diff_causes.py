@@ -288,3 +288,23 @@ def test_the_summary_folds_causes_that_differ_only_in_numbers():
         f"2 cases: gone {cut.format(842, 2280)}",
         "1 case: new RateLimitError: Error code: 429",
     ]
+
+
+def test_a_case_flaky_on_both_sides_with_the_same_verdicts_is_a_variation(tmp_path):
+    spread = {"runs": 3, "matched": 3, "outcomes": {"ok": 3}}
+    base = [case("leaky", repeats={**spread, "verdicts": {"pass": 2, "fail": 1}})]
+    head = [
+        case(
+            "leaky",
+            verdict="fail",
+            checks=["no_leaks"],
+            repeats={**spread, "verdicts": {"fail": 2, "pass": 1}},
+        )
+    ]
+    b, h = write(tmp_path, "b.json", base), write(tmp_path, "h.json", head)
+    (delta,) = diff_files(b, h).deltas
+    assert delta.group == "variation"
+    assert delta.what[-1] == "flaky on both sides: pass 2/3, fail 1/3 → fail 2/3, pass 1/3"
+    # flaky on one side only: the newly failed check is a regression
+    steady = [replace(head[0], repeats=None)]
+    assert diff_files(b, write(tmp_path, "s.json", steady)).deltas[0].group == "regression"
