@@ -38,17 +38,11 @@ from harness.scenario import Scenario
 from harness.targets.base import Job
 from harness.targets.runtime.process import ChildFailed, TargetProcess
 
-__all__ = ["CHILD_START_S", "LEAK_SETTLE_DEADLINE_S", "LEAK_SETTLE_S", "Observed", "observe_case"]
+__all__ = ["CHILD_START_S", "LEAK_SETTLE_READS", "LEAK_SETTLE_S", "Observed", "observe_case"]
 
-#: Leaks are re-read after a result until none is left or this many seconds have passed:
-#: a leak is what is still open then. A worker a client abandoned may finish by itself a
-#: few seconds after the call: hermes-agent's Codex stream worker of a retried attempt
-#: held its socket 1.8-5.5 s after its request (``responses_inband_overloaded_then_
-#: success``), so whether it was open at a 0.2 s reading depended on hermes's jittered
-#: backoff and flipped ``no_leaks`` between two runs of one build (2026-12-04).
-LEAK_SETTLE_DEADLINE_S = 5.0
-#: The pause between two reads (a measurement grace, not synchronisation).
-LEAK_SETTLE_S = 0.05
+#: Leak re-reads after a result: a closing thread or socket may need a moment to go.
+LEAK_SETTLE_READS = 10
+LEAK_SETTLE_S = 0.02
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,12 +255,12 @@ def _missing_unlocked(backend: str) -> str | None:
 
 
 def _settled_leaks(pid: int, baseline: Any) -> Leaks | None:
-    """Leaks after the call; re-read until none is left or ``LEAK_SETTLE_DEADLINE_S`` has
-    passed, so a thread or socket that goes by itself is not counted. A real leak
-    survives every read (and costs the case the deadline)."""
-    deadline = time.monotonic() + LEAK_SETTLE_DEADLINE_S
+    """Leaks after the call; re-read a few times (bounded) so a thread or socket that is
+    already on its way out is not counted. A real leak survives every read."""
     leaks = leaks_between(baseline, snapshot(pid))
-    while leaks is not None and leaks.total > 0 and time.monotonic() < deadline:
+    for _ in range(LEAK_SETTLE_READS):
+        if leaks is None or leaks.total == 0:
+            break
         time.sleep(LEAK_SETTLE_S)  # a measurement grace, not synchronisation
         leaks = leaks_between(baseline, snapshot(pid))
     return leaks

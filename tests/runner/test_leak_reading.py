@@ -1,8 +1,10 @@
 """Leaks are read the same way every time: a socket a client dropped without closing
 counts whether or not an automatic collection ran during the call (the child keeps the
 collector off from the job until its next command: ``targets.runtime.protocol.serve``),
-and a worker that closes its socket by itself soon after the call is not a leak
-(``lifecycle.LEAK_SETTLE_DEADLINE_S``) while one that never does still is."""
+and a worker still holding its socket after the call is a leak even when it would close
+it by itself a second later (what is open after the call returned is the fact; waiting
+for an abandoned worker to finish put the verdict on top of its timing: hermes's Codex
+workers read an abandoned stream until the server ends it, 4-7 s after the call)."""
 
 from __future__ import annotations
 
@@ -45,13 +47,14 @@ def test_a_socket_closed_before_the_return_is_no_leak(server):
 
 
 @pytest.mark.timeout(60)
-def test_a_worker_that_closes_its_socket_soon_after_the_call_is_no_leak(server):
+def test_a_worker_that_would_close_its_socket_a_second_later_is_a_leak(server):
     result = run("LingeringTarget", server)
-    assert result.leaks is not None and result.leaks.total == 0, result.leaks
+    assert result.leaks is not None and result.leaks.established == 1, result.leaks
+    assert result.leaks.threads == 1 and "no_leaks" in result.failed_checks
 
 
 @pytest.mark.timeout(60)
-def test_a_thread_that_never_ends_is_still_a_leak_after_the_deadline(server):
+def test_a_thread_that_never_ends_is_a_leak(server):
     result = run("LeakyTarget", server)
     assert result.leaks is not None and result.leaks.threads == 1, result.leaks
     assert "no_leaks" in result.failed_checks
