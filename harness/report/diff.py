@@ -1,21 +1,29 @@
 """``harness report diff``: what changed between two JSON reports (a base and a head run).
 
 Per case (target x scenario) it compares the contract verdict, the failed checks, the
-outcome, the server's request count and the latency, and sorts every difference into
-one of three groups:
+outcome, the server's request count, the latency and the client's transport settings,
+and sorts every difference into one of four groups:
 
     regression   the verdict got worse (pass > safe > fail), or a check failed that the
                  base did not fail
     fix          the verdict got better, with no check newly failed
-    change       anything else that differs: the outcome, the requests, the latency
-                 beyond noise, checks no longer failed under the same verdict, a case
-                 run on one side only or not run (skipped) on one side
+    change       anything else that differs: the outcome, the requests or the latency
+                 beyond noise, the transport settings, checks no longer failed under the
+                 same verdict, a case run on one side only or not run on one side
+    variation    the outcome moved between two the target's expectation accepts (both
+                 sides matched the same ``expected``, e.g. ``ok|false_kill``): the
+                 target's own recorded variance, never a regression (the checks that
+                 came with it are named, ``harness.report.diff_rules``)
 
-Latency is noise unless it moved by more than ``latency_noise_s`` *and* by more than
-``latency_noise_ratio`` of the smaller of the two (a retry's jittered backoff moves a
-hermes case by seconds); it is not compared at all when the two runs used different time
-scales. A case either report marks ``flaky`` (``harness run --repeat``) has its
-outcome and latency differences left out; its verdict and checks still count.
+Each changed case carries what changed underneath (``harness.report.diff_causes``): the
+exception chain's root cause, the transport facts and the evidence of each newly failed
+check; ``ReportDiff.causes`` folds them into one line per cause.
+
+What is noise (``harness.report.diff_rules``): latency that moved by at most
+``latency_noise_s`` or ``latency_noise_ratio`` of the smaller (not compared across time
+scales), a request count that moved by at most ``requests_noise`` under the same outcome,
+and the outcome and latency of a case either report marks ``flaky`` (``--repeat``; its
+verdict and checks still count unless both sides saw the same spread of verdicts).
 
 When each report holds exactly one target and the names differ (``hermes`` against
 ``hermes+guard``), cases are paired by scenario alone.
@@ -24,7 +32,7 @@ Reports are read as plain JSON, field by field: a field this module does not kno
 ignored, a missing one is unknown (never a difference), so reports written by older or
 newer runs compare. A file that is not a harness JSON report is a :class:`ReportError`.
 
-Not here: rendering (``harness.report.diff_markdown``), the command (``harness.cli.reports``).
+Not here: rendering (``harness.report.diff_markdown``), the command (``harness.cli.report_diff``).
 """
 
 from __future__ import annotations
@@ -35,14 +43,26 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.common import fmt_seconds
+from harness.report.diff_causes import Cause, Underneath, summarise, underneath
+from harness.report.diff_rules import (
+    OUTCOME_CHECKS,
+    accepted_variation,
+    flaky_alike,
+    flaky_note,
+    latency_moved,
+    requests_moved,
+    variation_note,
+)
 from harness.report.json_report import ReportError, read_report
 
 __all__ = [
     "DEFAULT_LATENCY_NOISE_RATIO",
     "DEFAULT_LATENCY_NOISE_S",
+    "DEFAULT_REQUESTS_NOISE",
     "DIFF_FORMAT",
     "FAIL_ON",
     "GROUPS",
+    "OUTCOME_CHECKS",
     "CaseDelta",
     "CaseSide",
     "ReportDiff",
@@ -52,7 +72,7 @@ __all__ = [
 ]
 
 DIFF_FORMAT = 1
-GROUPS = ("regression", "fix", "change")
+GROUPS = ("regression", "fix", "change", "variation")
 #: ``--fail-on`` choices: the groups that make ``harness report diff`` exit 1.
 FAIL_ON: dict[str, tuple[str, ...]] = {
     "regression": ("regression",),
@@ -64,6 +84,8 @@ FAIL_ON: dict[str, tuple[str, ...]] = {
 DEFAULT_LATENCY_NOISE_S = 1.0
 #: ...and so is one under this share of the smaller latency.
 DEFAULT_LATENCY_NOISE_RATIO = 0.5
+#: A request count that moved by at most this many, the outcome unchanged, is noise.
+DEFAULT_REQUESTS_NOISE = 1
 _VERDICT_RANK = {"fail": 0, "safe": 1, "pass": 2}
 #: Outcome kinds that mean the case was not run: nothing to compare it with.
 _NOT_RUN = frozenset({"skipped", "not_applicable", "did_not_start"})
@@ -81,6 +103,13 @@ class CaseSide:
     latency_s: float | None
     flaky: bool
     message: str
+    #: The expectation the case was judged by and whether it matched (None: unknown).
+    expected: str | None = None
+    matched: bool | None = None
+    #: ``--repeat``: how often each outcome came out (empty: one run).
+    outcomes_seen: tuple[tuple[str, int], ...] = ()
+    #: ``--repeat``: how often each verdict came out (empty: one run).
+    verdicts_seen: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any]) -> CaseSide:
@@ -92,6 +121,10 @@ class CaseSide:
             label = kind if isinstance(kind, str) else None
         verdict = entry.get("verdict")
         checks = entry.get("failed_checks")
+        expected, matched = entry.get("expected"), entry.get("matched")
+        repeats = entry.get("repeats")
+        repeats = repeats if isinstance(repeats, Mapping) else {}
+        seen, verdicts = repeats.get("outcomes"), repeats.get("verdicts")
         return cls(
             verdict=verdict if verdict in _VERDICT_RANK or verdict == "not_exercised" else None,
             failed_checks=tuple(c for c in checks if isinstance(c, str))
@@ -103,6 +136,10 @@ class CaseSide:
             latency_s=_float_or_none(entry.get("latency_s")),
             flaky=bool(entry.get("flaky")),
             message=str(entry.get("message") or "")[:300],
+            expected=expected if isinstance(expected, str) and expected else None,
+            matched=matched if isinstance(matched, bool) else None,
+            outcomes_seen=_counts(seen),
+            verdicts_seen=_counts(verdicts),
         )
 
     @property
@@ -117,6 +154,8 @@ class CaseSide:
             "requests": self.requests,
             "latency_s": self.latency_s,
             "flaky": self.flaky,
+            "expected": self.expected,
+            "matched": self.matched,
         }
 
 
@@ -131,6 +170,8 @@ class CaseDelta:
     base: CaseSide | None
     head: CaseSide | None
     newly_failed: tuple[str, ...] = ()
+    #: What changed underneath (root cause, transport, evidence).
+    underneath: Underneath = field(default_factory=Underneath)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +180,7 @@ class CaseDelta:
             "group": self.group,
             "what": list(self.what),
             "newly_failed_checks": list(self.newly_failed),
+            "underneath": self.underneath.to_dict(),
             "base": None if self.base is None else self.base.to_dict(),
             "head": None if self.head is None else self.head.to_dict(),
         }
@@ -166,6 +208,11 @@ class ReportDiff:
         groups = FAIL_ON[fail_on]
         return any(d.group in groups for d in self.deltas)
 
+    @property
+    def causes(self) -> list[Cause]:
+        """One line per cause under the cases that changed (not the accepted variations)."""
+        return summarise((d.scenario, d.underneath) for d in self.deltas if d.group != "variation")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": DIFF_FORMAT,
@@ -175,9 +222,11 @@ class ReportDiff:
             "targets": list(self.targets),
             "summary": {**self.counts(), "unchanged": self.unchanged, "cases": self.cases},
             "notes": list(self.notes),
+            "causes": [c.to_dict() for c in self.causes],
             "regressions": [d.to_dict() for d in self.group("regression")],
             "fixes": [d.to_dict() for d in self.group("fix")],
             "changes": [d.to_dict() for d in self.group("change")],
+            "variations": [d.to_dict() for d in self.group("variation")],
         }
 
 
@@ -200,6 +249,7 @@ def diff_files(
     *,
     latency_noise_s: float = DEFAULT_LATENCY_NOISE_S,
     latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
+    requests_noise: int = DEFAULT_REQUESTS_NOISE,
 ) -> ReportDiff:
     return diff_reports(
         load_report(base),
@@ -208,6 +258,7 @@ def diff_files(
         head_name=str(head),
         latency_noise_s=latency_noise_s,
         latency_noise_ratio=latency_noise_ratio,
+        requests_noise=requests_noise,
     )
 
 
@@ -219,6 +270,7 @@ def diff_reports(
     head_name: str = "head",
     latency_noise_s: float = DEFAULT_LATENCY_NOISE_S,
     latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
+    requests_noise: int = DEFAULT_REQUESTS_NOISE,
 ) -> ReportDiff:
     """Compare two loaded reports (:func:`load_report`'s dicts)."""
     base_cases, head_cases = _cases(base), _cases(head)
@@ -249,6 +301,7 @@ def diff_reports(
             base_cases.get(key),
             head_cases.get(key),
             latency=(latency_noise_s, latency_noise_ratio) if compare_latency else None,
+            requests_noise=requests_noise,
         )
         if delta is None:
             unchanged += 1
@@ -267,13 +320,16 @@ def diff_reports(
 
 def _case_delta(
     key: tuple[str, str],
-    base: CaseSide | None,
-    head: CaseSide | None,
+    base_entry: Mapping[str, Any] | None,
+    head_entry: Mapping[str, Any] | None,
     *,
     latency: tuple[float, float] | None,
+    requests_noise: int = DEFAULT_REQUESTS_NOISE,
 ) -> CaseDelta | None:
     target, scenario = key
-    if base is None or head is None:
+    base = None if base_entry is None else CaseSide.from_entry(base_entry)
+    head = None if head_entry is None else CaseSide.from_entry(head_entry)
+    if base is None or head is None or base_entry is None or head_entry is None:
         side = "head" if base is None else "base"
         return CaseDelta(scenario, target, "change", (f"only in {side}",), base, head)
     if not (base.ran and head.ran):
@@ -303,12 +359,21 @@ def _case_delta(
     noisy = base.flaky or head.flaky
     if base.outcome != head.outcome and not noisy:
         what.append(f"outcome `{base.outcome}` → `{head.outcome}`")
-    if None not in (base.requests, head.requests) and base.requests != head.requests:
+    if requests_moved(base, head, requests_noise):
         what.append(f"requests {base.requests} → {head.requests}")
-    if latency is not None and not noisy and _latency_moved(base, head, *latency):
+    if latency is not None and not noisy and latency_moved(base, head, *latency):
         what.append(f"latency {fmt_seconds(base.latency_s)} → {fmt_seconds(head.latency_s)}")
+    under = underneath(base_entry, head_entry, newly)
+    if under.transport_changed and not what:
+        what.append("transport settings")
     if not what:
         return None
+    if flaky_alike(base, head):
+        what.append(flaky_note(base, head))
+        return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
+    if accepted_variation(base, head):
+        what.append(variation_note(head, newly))
+        return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
     if newly or (b_rank is not None and h_rank is not None and h_rank < b_rank):
         group = "regression"
     elif b_rank is not None and h_rank is not None and h_rank > b_rank:
@@ -317,23 +382,21 @@ def _case_delta(
         group = "change"
     if noisy:
         what.append("flaky")
-    return CaseDelta(scenario, target, group, tuple(what), base, head, newly)
+    return CaseDelta(scenario, target, group, tuple(what), base, head, newly, under)
 
 
-def _latency_moved(base: CaseSide, head: CaseSide, floor_s: float, ratio: float) -> bool:
-    if base.latency_s is None or head.latency_s is None:
-        return False
-    moved = abs(head.latency_s - base.latency_s)
-    return moved > floor_s and moved > ratio * min(base.latency_s, head.latency_s)
-
-
-def _cases(report: Mapping[str, Any]) -> dict[tuple[str, str], CaseSide]:
-    return {(e["target"], e["scenario"]): CaseSide.from_entry(e) for e in report["results"]}
+def _cases(report: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    return {(e["target"], e["scenario"]): e for e in report["results"]}
 
 
 def _scale(report: Mapping[str, Any]) -> Any:
     scale = report.get("time_scale")
     return tuple(scale) if isinstance(scale, list) else scale
+
+
+def _counts(value: Any) -> tuple[tuple[str, int], ...]:
+    items = value.items() if isinstance(value, Mapping) else ()
+    return tuple((str(k), n) for k, n in items if isinstance(n, int))
 
 
 def _int_or_none(value: Any) -> int | None:

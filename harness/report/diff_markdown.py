@@ -1,6 +1,8 @@
 """The Markdown of a :class:`~harness.report.diff.ReportDiff`, for a pull-request comment:
-one summary line, then a table per group (regressions, fixes, changes), each row the
-case, its base and head verdict and outcome, and what changed.
+one summary line, the causes (one line each: how many changed cases it is under), then a
+table per group (regressions, fixes, changes, accepted variations), each row the case,
+its base and head verdict and outcome, and what changed; under each table, per case,
+what changed underneath (root cause, transport, the evidence of newly failed checks).
 
 Not here: computing the diff (``harness.report.diff``).
 """
@@ -14,7 +16,12 @@ from harness.report.diff import CaseDelta, CaseSide, ReportDiff
 __all__ = ["render_diff_markdown", "write_diff_markdown"]
 
 _MARKS = {"pass": "✅", "safe": "🟡", "fail": "❌"}
-_HEADINGS = {"regression": "Regressions", "fix": "Fixes", "change": "Other changes"}
+_HEADINGS = {
+    "regression": "Regressions",
+    "fix": "Fixes",
+    "change": "Other changes",
+    "variation": "Accepted variations (the target's own, in its expectation)",
+}
 
 
 def render_diff_markdown(diff: ReportDiff, *, title: str = "Transport gate: base vs head") -> str:
@@ -24,11 +31,16 @@ def render_diff_markdown(diff: ReportDiff, *, title: str = "Transport gate: base
         f"## {title}",
         "",
         f"{mark} {_n(counts['regression'], 'regression')}, {_n(counts['fix'], 'fix', 'fixes')}, "
-        f"{_n(counts['change'], 'other change')}; {diff.unchanged} of {diff.cases} cases "
-        f"unchanged (targets: {', '.join(diff.targets) or '-'}).",
+        f"{_n(counts['change'], 'other change')}, "
+        f"{_n(counts['variation'], 'accepted variation')}; {diff.unchanged} of {diff.cases} "
+        f"cases unchanged (targets: {', '.join(diff.targets) or '-'}).",
     ]
     lines += [f"_{note}_" for note in diff.notes]
-    for group in ("regression", "fix", "change"):
+    causes = diff.causes
+    if causes:
+        lines += ["", "### Causes", ""]
+        lines += [f"- {_escape(c.line())}" for c in causes]
+    for group in ("regression", "fix", "change", "variation"):
         deltas = diff.group(group)
         if not deltas:
             continue
@@ -40,6 +52,11 @@ def render_diff_markdown(diff: ReportDiff, *, title: str = "Transport gate: base
             "|---|---|---|---|---|",
         ]
         lines += [_row(d) for d in deltas]
+        under = [(d, d.underneath.lines()) for d in deltas if d.underneath.lines()]
+        if under:
+            lines += ["", "What changed underneath:", ""]
+            for delta, facts in under:
+                lines.append(f"- `{delta.scenario}`: " + "; ".join(_escape(f) for f in facts))
     lines += ["", f"<sub>base: `{diff.base_name}` · head: `{diff.head_name}`</sub>"]
     return "\n".join(lines) + "\n"
 
@@ -57,6 +74,11 @@ def _row(delta: CaseDelta) -> str:
         "; ".join(delta.what),
     ]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _escape(text: str) -> str:
+    """One Markdown line: no line breaks, no raw HTML from a message."""
+    return " ".join(text.split()).replace("<", "&lt;")
 
 
 def _side(side: CaseSide | None) -> str:

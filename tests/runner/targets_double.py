@@ -298,3 +298,57 @@ class ParkedThreadTarget(Target):
     def call(self, job: Job, log: EventLog) -> CallResult:
         names = sorted(t.name for t in threading.enumerate() if t is not threading.main_thread())
         return CallResult(text=json.dumps(names), finish_reason="stop")
+
+
+def _connected(job: Job) -> Any:
+    """A TCP socket connected to the job's server (never sent a request)."""
+    import socket  # noqa: PLC0415
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    url = urlsplit(job.base_url)
+    return socket.create_connection((url.hostname, url.port), timeout=5)
+
+
+class GarbageSocketTarget(Target):
+    """Drops a connected socket without closing it, held only by a reference cycle, then
+    allocates enough cyclic garbage that an automatic collection would run (and close the
+    socket) in the middle of the call: whether that socket counts must not depend on it."""
+
+    name = "runner.targets_double:GarbageSocketTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        holder: dict[str, Any] = {"sock": _connected(job)}
+        holder["self"] = holder  # only the collector can free it
+        del holder
+        for _ in range(50_000):  # well past gen-0's threshold, many times over
+            cycle: list[Any] = []
+            cycle.append(cycle)
+        return CallResult(text="", finish_reason="stop")
+
+
+class ClosingSocketTarget(Target):
+    """The same socket, closed before the call returns: nothing left."""
+
+    name = "runner.targets_double:ClosingSocketTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        _connected(job).close()
+        return CallResult(text="", finish_reason="stop")
+
+
+class LingeringTarget(Target):
+    """Returns while a worker it abandoned still holds a socket, which the worker closes
+    by itself a moment later (a retried attempt's stream worker finishing)."""
+
+    name = "runner.targets_double:LingeringTarget"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        sock = _connected(job)
+        done = threading.Event()
+
+        def linger() -> None:
+            done.wait(1.0)  # the worker's own timeout, not synchronisation with anything
+            sock.close()
+
+        threading.Thread(target=linger, daemon=True).start()
+        return CallResult(text="", finish_reason="stop")

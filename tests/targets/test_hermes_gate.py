@@ -83,10 +83,19 @@ def test_a_regressed_hermes_build_fails_the_diff_and_the_same_build_does_not(tmp
         assert f"`{check}`" in text
     assert "sequential_calls_across_rebuild" in text and "### Regressions" in text
     assert "chat_healthy_stream" not in json.dumps(doc["regressions"] + doc["fixes"])
+    # the cause under it, in one summary line (hermes caught it and logged it)
+    assert any("client has been closed" in c["cause"] for c in doc["causes"]), doc["causes"]
 
     code, doc, text = _diff(base, again, tmp_path / "self.json")
     assert code == 0, text
-    assert doc["summary"] == {"regression": 0, "fix": 0, "change": 0, "unchanged": 2, "cases": 2}
+    assert doc["summary"] == {
+        "regression": 0,
+        "fix": 0,
+        "change": 0,
+        "variation": 0,
+        "unchanged": 2,
+        "cases": 2,
+    }
 
 
 @pytest.mark.timeout(120)

@@ -170,6 +170,32 @@ def test_each_job_starts_with_the_heap_so_far_collected_and_frozen() -> None:
     assert events == ["ready", "started", "result"] * 2 + ["ready"]
 
 
+@pytest.mark.timeout(30)
+def test_the_collector_is_off_from_a_job_until_the_next_command() -> None:
+    """The leaks are read between a result and the next command: no automatic collection
+    may close (or not) a socket the job dropped in that window, or during the job."""
+    enabled: list[bool] = []
+
+    def handle(job: dict[str, Any], started: Any) -> dict[str, Any]:
+        enabled.append(gc.isenabled())
+        started()
+        return {"status": "skipped", "message": "test"}
+
+    class Commands(io.StringIO):
+        def readline(self, *args: Any) -> str:
+            enabled.append(gc.isenabled())  # the state the leaks were read in
+            return super().readline(*args)
+
+    stdin = Commands('{"cmd": "run", "job": {}}\n{"cmd": "run", "job": {}}\n')
+    try:
+        assert serve(io.StringIO(), stdin, handle, reuse=True) == 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    # before the first job, in it, after it (read), in the second, after it
+    assert enabled == [True, False, False, False, False]
+
+
 TARGETS_DIR = Path(PACKAGE_ROOT) / "harness" / "targets"
 IN_VENV = TARGETS_DIR / "hermes" / "in_venv"
 DRIVER_FILES = sorted(IN_VENV.rglob("*.py"))

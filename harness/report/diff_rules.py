@@ -1,0 +1,108 @@
+"""The rules by which ``harness report diff`` tells a change from a build's own noise.
+
+* **latency**: noise unless it moved by more than a floor *and* a share of the smaller;
+* **requests**: noise when the count moved by at most a few under the same outcome:
+  hermes's own timers race a loaded machine (its 1 s Codex first-byte watchdog at time
+  scale 0.2 closes a reply already in its socket and asks again; its continuation
+  retries reach the server 4 or 5 times), one request either way between two runs of
+  one build (3 to 10 of 91 cases a pair, 2026-12-04);
+* **accepted variation**: the outcome moved between two the case's expectation accepts
+  (both sides matched the same ``expected``). The checks that came with the move are
+  named; those the outcome alone does not decide (not in :data:`OUTCOME_CHECKS`: a leak
+  hermes leaves on one path and not the other) are marked, never hidden;
+* **flaky alike**: both reports ran the case several times (``--repeat``), each saw more
+  than one verdict, and the head saw none the base did not: the same spread, not a change.
+
+Each rule reads two :class:`~harness.report.diff.CaseSide` objects (any object with
+their fields: this module imports nothing of the diff).
+
+Not here: the diff itself (``harness.report.diff``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "OUTCOME_CHECKS",
+    "accepted_variation",
+    "flaky_alike",
+    "flaky_note",
+    "latency_moved",
+    "rates",
+    "requests_moved",
+    "variation_note",
+]
+
+Side = Any  # harness.report.diff.CaseSide
+
+#: The contract checks the outcome alone decides (``harness.contract.verdict``): a move
+#: between two accepted outcomes flips these by itself.
+OUTCOME_CHECKS = frozenset(
+    {
+        "complete_reply",
+        "clean_error",
+        "honest_reply",
+        "no_false_kill",
+        "no_truncated_tool_execution",
+    }
+)
+
+
+def accepted_variation(base: Side, head: Side) -> bool:
+    """The outcome moved between two outcomes the same expectation accepts."""
+    return (
+        base.outcome != head.outcome
+        and base.expected is not None
+        and base.expected == head.expected
+        and base.matched is True
+        and head.matched is True
+    )
+
+
+def variation_note(head: Side, newly: tuple[str, ...]) -> str:
+    """``both accepted by `ok|false_kill` (3/5 ok, 2/5 false_kill)``, and the newly failed
+    checks the outcome does not decide, if any."""
+    note = f"both accepted by `{head.expected}`" + rates(head)
+    other = [c for c in newly if c not in OUTCOME_CHECKS]
+    if other:
+        note += "; with " + ", ".join(f"`{c}`" for c in other) + " (not decided by the outcome)"
+    return note
+
+
+def rates(side: Side) -> str:
+    """`` (3/5 ok, 2/5 false_kill)`` for a case run with ``--repeat``."""
+    if not side.outcomes_seen:
+        return ""
+    runs = sum(n for _, n in side.outcomes_seen)
+    return " (" + ", ".join(f"{n}/{runs} {o}" for o, n in side.outcomes_seen) + ")"
+
+
+def requests_moved(base: Side, head: Side, noise: int) -> bool:
+    if base.requests is None or head.requests is None or base.requests == head.requests:
+        return False
+    return base.outcome != head.outcome or abs(head.requests - base.requests) > noise
+
+
+def latency_moved(base: Side, head: Side, floor_s: float, ratio: float) -> bool:
+    if base.latency_s is None or head.latency_s is None:
+        return False
+    moved = abs(head.latency_s - base.latency_s)
+    return moved > floor_s and moved > ratio * min(base.latency_s, head.latency_s)
+
+
+def flaky_alike(base: Side, head: Side) -> bool:
+    """Both sides' repeated runs gave several verdicts, and the head no new one."""
+    b_seen = {v for v, _ in base.verdicts_seen}
+    h_seen = {v for v, _ in head.verdicts_seen}
+    return len(b_seen) > 1 and len(h_seen) > 1 and h_seen <= b_seen
+
+
+def flaky_note(base: Side, head: Side) -> str:
+    """``flaky on both sides: pass 2/3, fail 1/3 → pass 1/3, fail 2/3``."""
+    return f"flaky on both sides: {_spread(base.verdicts_seen)} → {_spread(head.verdicts_seen)}"
+
+
+def _spread(seen: tuple[tuple[str, int], ...]) -> str:
+    runs = sum(n for _, n in seen)
+    return ", ".join(f"{v} {n}/{runs}" for v, n in seen)
