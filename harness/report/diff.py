@@ -285,7 +285,7 @@ def diff_reports(
         head_cases = {(pair, s): c for (_, s), c in head_cases.items()}
         targets = (pair,)
     unreached = [
-        sum(c.verdict == "not_exercised" for c in side.values())
+        sum(c.get("verdict") == "not_exercised" for c in side.values())
         for side in (base_cases, head_cases)
     ]
     if any(unreached):
