@@ -120,7 +120,10 @@ class Baseline:
                 self.missing.append(f"{module_name}.{attr}")
                 continue
             self._values[(module_name, attr)] = copy.copy(getattr(module, attr))
-        self._template = tempfile.mkdtemp(prefix="hermes-home-baseline-")
+        # beside HERMES_HOME, in the child's scratch directory (removed with it)
+        self._template = tempfile.mkdtemp(
+            prefix="hermes-home-baseline-", dir=os.path.dirname(os.path.abspath(home))
+        )
         shutil.copytree(home, self._template, dirs_exist_ok=True, ignore=_ignore_kept(home))
 
     @property

@@ -106,11 +106,15 @@ def main(argv: list[str]) -> int:
     # status lines to stdout, so fd 1 is pointed at stderr for the rest of the run.
     result_out = protocol.claim_stdout()
     if argv[1:] in (["--child"], ["--child", "--guard"]):
-        home = tempfile.mkdtemp(prefix="hermes-home-")
+        # HERMES_HOME and its baseline copy live in one directory of this child's: a
+        # child killed at the case's ceiling never gets to its finally, so each child
+        # first removes the directories of children that are gone.
+        scratch = _own_scratch()
+        home = tempfile.mkdtemp(prefix="hermes-home-", dir=scratch)
         try:
             return _child(result_out, home, guard="--guard" in argv)
         finally:
-            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     t_start = time.monotonic()
     try:
         spec = spec_mod.parse_spec(_load_spec(argv, spec_mod.SpecError))
@@ -130,6 +134,36 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     protocol.send(result_out, result)
     return 0
+
+
+#: The scratch directories of ``--child`` drivers: this prefix and the owner's pid.
+SCRATCH_PREFIX = "hermes-harness-child-"
+
+
+def _own_scratch(tmp: str | None = None) -> str:
+    """A new scratch directory for this process (``SCRATCH_PREFIX`` + its pid), after
+    removing those whose owner process is gone (killed before it could clean up)."""
+    tmp = tmp or tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        if not name.startswith(SCRATCH_PREFIX):
+            continue
+        pid = name[len(SCRATCH_PREFIX) :]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    path = os.path.join(tmp, f"{SCRATCH_PREFIX}{os.getpid()}")
+    shutil.rmtree(path, ignore_errors=True)  # a gone process's, whose pid this one reuses
+    os.makedirs(path, mode=0o700)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def _child(proto: TextIO, home: str, *, guard: bool = False) -> int:
