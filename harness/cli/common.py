@@ -158,6 +158,17 @@ def check_report_paths(
                 raise UsageError(f"--{option} {value}: {problem}")
 
 
+def positive_int(text: str) -> int:
+    """An option's value as a whole number >= 1 (argparse's ``type=``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number >= 1")
+    return value
+
+
 def check_out_dir(value: str, *, option: str = "--out") -> Path:
     """Create the output directory ``value`` if needed and check it can hold files."""
     from harness.writable import directory_problem

@@ -48,7 +48,7 @@ def register(commands: Any) -> None:
     budget = fuzz.add_mutually_exclusive_group()
     budget.add_argument(
         "--examples",
-        type=_positive_int,
+        type=common.positive_int,
         metavar="N",
         help=f"examples to generate (default: {DEFAULT_EXAMPLES})",
     )
@@ -60,7 +60,7 @@ def register(commands: Any) -> None:
         "--out", metavar="DIR", default=DEFAULT_OUT, help=f"findings directory ({DEFAULT_OUT})"
     )
     fuzz.add_argument(
-        "--jobs", "-j", type=_positive_int, default=1, help="parallel searches (default: 1)"
+        "--jobs", "-j", type=common.positive_int, default=1, help="parallel searches (default: 1)"
     )
     fuzz.add_argument(
         "--db",
@@ -69,7 +69,7 @@ def register(commands: Any) -> None:
     )
     fuzz.add_argument(
         "--confirm",
-        type=_positive_int,
+        type=common.positive_int,
         default=3,
         metavar="N",
         help="replays of a shrunk failure; all must fail for 'confirmed' (default: 3)",
@@ -238,16 +238,6 @@ def _database(value: str | None) -> Path | None:
     from harness.targets.runtime.venv import CACHE_DIR
 
     return CACHE_DIR / "fuzz-db"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number >= 1")
-    return value
 
 
 def _positive_float(text: str) -> float:

@@ -49,7 +49,7 @@ def register(commands: Any) -> None:
     )
     run.add_argument(
         "--repeat",
-        type=_repeat,
+        type=common.positive_int,
         default=1,
         metavar="N",
         help="run every case N times and report per case how often each outcome and "
@@ -165,16 +165,6 @@ def _never_ran_a_call(results: Sequence[Any]) -> str:
                 + (why[0][:300] if why else "no message")
             )
     return "; ".join(lines)
-
-
-def _repeat(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number >= 1")
-    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
