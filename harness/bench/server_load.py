@@ -1,7 +1,7 @@
 """The load generator of ``harness bench server``: raw-socket asyncio SSE streams.
 
 An httpx client saturates its core at about 10k events/s, before a lean server does
-(DESIGN.md), so streams are opened with ``asyncio.open_connection`` and events are
+(measured for the bench), so streams are opened with ``asyncio.open_connection`` and events are
 counted by their ``data: `` prefix. The same generator drives every server.
 
 Also here: the server-side figures read back from the fault server's own timeline

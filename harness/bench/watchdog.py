@@ -180,7 +180,7 @@ def measure_watchdog(
     pin: bool = True,
 ) -> WatchdogBenchResult:
     """Measure both stacks; starts (and stops) its own fault server unless ``base_url``.
-    ``pin``: the server on the last CPU, this process on the others (DESIGN.md's advice)."""
+    ``pin``: the server on the last CPU, this process on the others, so the two do not share a core."""
     loadavg = os.getloadavg()
     server = None if base_url is not None else _ServerProcess(pin=pin)
     try:

@@ -2,7 +2,7 @@
 
 What it is for: one place that answers "can the Toxiproxy / kernel tier run on this
 machine?" with a reason a person can act on (what to install, how), and the rule of
-the tiers table in DESIGN.md: locally a missing prerequisite skips, with ``CI`` set it
+the tiers of docs/tests.md: locally a missing prerequisite skips, with ``CI`` set it
 fails, so the gate never passes silently without these tiers.
 
     from harness.netem.prereq import require_toxiproxy, require_netns

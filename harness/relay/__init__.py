@@ -1,6 +1,6 @@
 """A TCP relay (a stand-in for a proxy or load balancer) in front of the fault server.
 
-What it is for: the middlebox shape of the CLOSE-WAIT hang (DESIGN.md, "Verified
+What it is for: the middlebox shape of the CLOSE-WAIT hang (docs/architecture.md, "Verified
 mechanics"). The provider closes, the relay's upstream socket sits in CLOSE_WAIT, and
 the client's leg stays ESTABLISHED and silent; keepalive cannot see it because the
 relay's kernel answers probes. Modes (``pass``, ``swallow_close``, ``idle_cut``,
