@@ -21,6 +21,7 @@ from harness.contract.verdict import (
     bound_s,
     early_retry,
     greedy_call,
+    model_call_spans,
     request_budget,
 )
 
@@ -73,6 +74,10 @@ def _evidence(name: str, contract: Contract, facts: Facts) -> str:
     if name == "bounded":
         if outcome.kind == "hung" or facts.elapsed_s is None:
             return f"no result before the {facts.ceiling_s:.2f} s ceiling, bound {bound:.2f} s"
+        spans = model_call_spans(facts)
+        if len(spans) > 1:
+            k, span = max(enumerate(spans, 1), key=lambda x: x[1])
+            return f"model call {k} of {len(spans)} took {span:.2f} s, bound {bound:.2f} s"
         at = "the ceiling" if facts.elapsed_s >= facts.ceiling_s else f"{facts.elapsed_s:.2f} s"
         if at == "the ceiling":
             return f"ended at the {facts.ceiling_s:.2f} s ceiling, bound {bound:.2f} s"

@@ -184,7 +184,7 @@ def _checks(contract: Contract, facts: Facts) -> list[tuple[str, bool]]:
         ("honest_reply", outcome.kind not in _DISHONEST),
         (
             "bounded",
-            outcome.kind != "hung" and (facts.elapsed_s is None or facts.elapsed_s <= bound),
+            outcome.kind != "hung" and all(d <= bound for d in model_call_spans(facts)),
         ),
         (
             "request_budget",
@@ -239,6 +239,31 @@ def greedy_call(contract: Contract, facts: Facts) -> tuple[int, int, int] | None
         if n > allowed:
             return first, n, allowed
     return None
+
+
+def model_call_spans(facts: Facts) -> list[float]:
+    """How long each model call took (real seconds): the case's elapsed time for one;
+    for several, from each call's first request to the next one's, the last to the end
+    (``harness.call_ceiling``: each model call has the bound). Empty: not known."""
+    if facts.elapsed_s is None:
+        return []
+    firsts = _call_first_positions(facts)
+    if len(firsts) < 2:
+        return [facts.elapsed_s]
+    starts = [facts.request_log[p][0] - facts.request_log[0][0] for p in firsts]
+    spans = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    return [*spans, facts.elapsed_s - starts[-1]]
+
+
+def _call_first_positions(facts: Facts) -> list[int]:
+    """Positions in ``request_log`` of each model call's first request."""
+    out, p = [], 0
+    for _first, n in facts.call_requests:
+        if p >= len(facts.request_log):
+            break
+        out.append(p)
+        p += n
+    return out
 
 
 def bound_s(contract: Contract, facts: Facts) -> float:
