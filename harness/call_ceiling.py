@@ -29,16 +29,22 @@ CEILINGS_PER_CALL = 4
 
 def model_call_starts(records: Sequence[Any], since: float) -> list[float]:
     """When each model call among ``records`` (requests at or after ``since``) began:
-    the first request, then each one placed as a continuation or a new conversation."""
+    the first request, then each one placed as a continuation or a new conversation, or
+    as a retry of an earlier model call than the current one (an agent's next job call
+    asking the same conversation again), as ``harness.judge.call_requests`` counts them."""
     starts: list[float] = []
+    current: Any = None
     for r in records:
         t = float(r.t_start)
         if t < since:
             continue
         lineage = getattr(r, "lineage", None)
-        kind = lineage.get("kind") if isinstance(lineage, Mapping) else None
-        if not starts or kind in ("continuation", "new"):
+        lineage = lineage if isinstance(lineage, Mapping) else {}
+        kind, of_call = lineage.get("kind"), lineage.get("call")
+        again = kind == "retry" and None not in (of_call, current) and of_call != current
+        if not starts or kind in ("continuation", "new") or again:
             starts.append(t)
+            current = of_call
     return starts
 
 

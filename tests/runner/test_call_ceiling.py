@@ -71,3 +71,15 @@ def test_a_retry_begins_no_model_call() -> None:
     records = [R(0.5, "new"), R(1.0, "new"), R(2.0, "retry"), R(3.0, "continuation")]
     assert model_call_starts(records, 1.0) == [1.0, 3.0]
     assert model_call_starts([R(1.0, None), R(2.0, "retry")], 0.0) == [1.0]
+
+
+def test_an_agents_next_job_call_repeating_its_first_begins_model_calls() -> None:
+    # smolagents on stall_on_reused_connection: job call 2 asks model call 1's and 2's
+    # conversations again; the server places them as retries of those calls
+    class R:
+        def __init__(self, t: float, kind: str, call: int) -> None:
+            self.t_start, self.lineage = t, {"kind": kind, "call": call}
+
+    records = [R(1, "new", 1), R(2, "continuation", 2), R(3, "retry", 2), R(4, "retry", 1)]
+    records += [R(5, "retry", 1), R(6, "retry", 2)]
+    assert model_call_starts(records, 0.0) == [1, 2, 4, 6]
