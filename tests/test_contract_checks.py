@@ -63,3 +63,54 @@ def test_a_check_name_is_registered_once() -> None:
 
     with pytest.raises(ValueError, match="'bounded' is empty or taken"):
         register(Again)
+
+
+def test_the_contract_reads_action_traits_never_action_names() -> None:
+    # Two test-only actions under new names, with the traits of status and hang: the
+    # derivation and the checks treat them as they treat those.
+    from dataclasses import dataclass
+
+    from harness.faults import ACTIONS
+    from harness.faults import register as register_action
+    from harness.faults.actions.hang import Hang
+    from harness.faults.actions.status import Status
+    from harness.scenario import scenario_from_dict
+
+    @dataclass(frozen=True)
+    class Refuse(Status):
+        name = "test_only_refuse"
+
+    @dataclass(frozen=True)
+    class Hold(Hang):
+        name = "test_only_hold"
+
+    def scenario(phase: str, action: str, **params):
+        fault = {"phase": phase, "action": action, **params}
+        return scenario_from_dict(
+            {"name": "x", "summary": "x", "script": {"rules": [{"fault": fault}]}}
+        )
+
+    from harness.contract import contract_for
+
+    register_action(Refuse)
+    register_action(Hold)
+    try:
+        refused = contract_for(scenario("request", "test_only_refuse", code=401))
+        assert refused.no_retry and refused.ideal == "reply_or_error"
+        waited = contract_for(scenario("request", "test_only_refuse", code=429, retry_after_s=1.0))
+        assert waited.retry_after_s == 1.0
+        label = "test_only_refuse@request(code=429, retry_after_s=1.0)"
+        early = Facts(
+            outcome=Outcome("ok"),
+            time_scale=1.0,
+            ceiling_s=6.0,
+            requests=2,
+            request_log=[(1.0, label), (1.1, None)],
+        )
+        assert "retry_after" in judge(waited, early).failed_checks
+        assert contract_for(scenario("headers", "test_only_hold")).dead_peer == "waiting"
+        timed = contract_for(scenario("headers", "test_only_hold", duration_s=1.0))
+        assert timed.dead_peer is None
+    finally:
+        ACTIONS.pop("test_only_refuse")
+        ACTIONS.pop("test_only_hold")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.contract.check import Check, register
+from harness.faults import ACTIONS
 from harness.tcpinfo import TICK_S
 
 if TYPE_CHECKING:
@@ -53,6 +54,15 @@ def early_retry(contract: Contract, facts: Facts) -> tuple[float, float] | None:
     allowed = wait * RETRY_AFTER_SLACK - 2 * TICK_S
     log = list(facts.request_log)
     for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
-        if fault is not None and fault.lower().startswith("status") and t_next - t < allowed:
+        if _answered_with_status(fault) and t_next - t < allowed:
             return t_next - t, wait
     return None
+
+
+def _answered_with_status(fault: str | None) -> bool:
+    """Was the request answered with an HTTP status? ``fault`` is the server's record of
+    the rule it applied (``status@request(code=429, ...)``): its action's trait says."""
+    if fault is None:
+        return False
+    action = ACTIONS.get(fault.split("@", 1)[0].strip().lower())
+    return action is not None and action.answers_status
