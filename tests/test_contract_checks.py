@@ -114,3 +114,15 @@ def test_the_contract_reads_action_traits_never_action_names() -> None:
     finally:
         ACTIONS.pop("test_only_refuse")
         ACTIONS.pop("test_only_hold")
+
+
+def test_the_report_diff_reads_which_checks_the_outcome_decides_from_the_registry() -> None:
+    from harness.report.diff_rules import OUTCOME_CHECKS
+
+    assert OUTCOME_CHECKS == {
+        "complete_reply",
+        "clean_error",
+        "honest_reply",
+        "no_false_kill",
+        "no_truncated_tool_execution",
+    }

@@ -42,6 +42,9 @@ class Check:
     fails_when: ClassVar[str] = ""
     needs: ClassVar[str] = ""
     shown_in: ClassVar[str] = ""
+    #: True when the outcome alone decides it (``harness report diff``: a move between two
+    #: outcomes an expectation accepts flips it by itself).
+    by_outcome: ClassVar[bool] = False
 
     def applies(self, contract: Contract, facts: Facts) -> bool:
         """False when the check cannot fail here (switched off, or its fact is unknown)."""

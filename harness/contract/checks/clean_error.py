@@ -38,6 +38,7 @@ UNCLEAN_ERRORS = frozenset(
 class CleanError(Check):
     name = "clean_error"
     rank = 20
+    by_outcome = True
     fails_when = (
         "the error is a crash of the client or target (`TypeError`, `KeyError`, `TargetCrashed`, "
         "`TargetResources`, ...), not a typed report of the fault"

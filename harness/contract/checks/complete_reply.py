@@ -19,6 +19,7 @@ __all__ = ["CompleteReply"]
 class CompleteReply(Check):
     name = "complete_reply"
     rank = 10
+    by_outcome = True
     fails_when = (
         "the contract wants the reply (a retry or a fresh connection gets past the fault) and the "
         "call raised"

@@ -21,6 +21,7 @@ _DISHONEST = frozenset({"truncated_as_complete", "wrong_content", "error_as_repl
 class HonestReply(Check):
     name = "honest_reply"
     rank = 30
+    by_outcome = True
     fails_when = (
         "a partial, different or error text came back as the reply (`truncated_as_complete`, "
         "`wrong_content`, `error_as_reply`)"

@@ -17,6 +17,7 @@ __all__ = ["NoFalseKill"]
 class NoFalseKill(Check):
     name = "no_false_kill"
     rank = 90
+    by_outcome = True
     fails_when = (
         "a deadline killed a slow-but-alive stream (also when a retry hid it: a request cut by the "
         "client whose model call was asked again; a continuation after a completed stream is the "

@@ -20,6 +20,7 @@ __all__ = ["NoTruncatedToolExecution"]
 class NoTruncatedToolExecution(Check):
     name = "no_truncated_tool_execution"
     rank = 100
+    by_outcome = True
     fails_when = (
         "the agent executed a tool call whose arguments were cut (fails under every contract)"
     )
