@@ -150,3 +150,12 @@ def test_a_kernel_dead_peer_is_noticed_by_keepalive_and_waited_out_without(serve
     assert off.outcome.kind == "hung", off.message
     assert {"bounded", "dead_peer_bound"} <= set(off.failed_checks)
     assert keepalive_of(on) == ON and keepalive_of(off)["enabled"] is False
+
+
+def test_the_targets_page_shows_the_programs_own_dialer():
+    # docs/targets.md quotes the program: the quote must stay what the program does
+    page = (PROJECT_ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
+    section = page.split("### A compiled client: Go", 1)[1]
+    quoted = section.split("```go\n", 1)[1].split("```", 1)[0]
+    source = (PROJECT_ROOT / "tests/targets/programs/go-client/main.go").read_text(encoding="utf-8")
+    assert "net.KeepAliveConfig" in quoted and quoted in source
