@@ -76,6 +76,8 @@ def test_a_healthy_stream_is_ok_with_its_attempts_for_each_variant(server, binar
     ("name", "kind", "deadline"),
     [
         ("chat_fin_mid_stream", "TruncatedStream", None),
+        ("chat_rst_mid_stream", "ConnectionReset", None),
+        ("chat_malformed_chunk", "BadChunk", None),
         ("chat_no_first_byte", "FirstByteTimeout", "first_byte"),
         ("chat_mid_stream_stall", "StreamIdleTimeout", "stream_idle"),
     ],
