@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from harness.apis import APIS
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
@@ -37,7 +38,6 @@ from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
 from harness.posture.carried import tie_posture
 from harness.scenario import Scenario
-from harness.vocab.apis import APIS
 
 __all__ = ["NO_FALSE_KILL_TAG", "Observed", "call_requests", "judge_case", "model_calls"]
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.apis import TERMINAL_MARKERS, api_of_path
 from harness.client.deadlines import Deadline
 from harness.client.errors import (
     HarnessError,
@@ -46,7 +47,6 @@ from harness.client.settings import ClientSettings
 from harness.client.tokens import AttemptToken, error_for_deadline
 from harness.guard.scan import one_event
 from harness.sse import SSEDecoder
-from harness.vocab.apis import TERMINAL_MARKERS, api_of_path
 from harness.vocab.statuses import is_retryable_status
 
 __all__ = ["Watch"]
