@@ -109,7 +109,7 @@ class ReplyPlan:
     malformed_prefix: bytes
     malformed_suffix: bytes
     headers: tuple[str, ...] = ()
-    #: one kind per unit (``payloads.common.KINDS``): open, reasoning, text, tool_args, ...
+    #: one kind per unit (``harness.apis.payload.KINDS``): open, reasoning, text, tool_args, ...
     kinds: tuple[str, ...] = ()
     #: unit index -> (tool call index, fragment, template head, template tail)
     fragments: Mapping[int, tuple[int, str, bytes, bytes]] = field(default_factory=dict)
@@ -145,7 +145,7 @@ class ReplyPlan:
 
 
 def conversation_of(api: str, body: Mapping[str, Any]) -> Conversation:
-    """The conversation ``body`` carries, read by ``api``'s reader (``payloads``)."""
+    """The conversation ``body`` carries, read by ``api``'s module (``harness.apis``)."""
     return api_for(api).conversation(body, seed_for_request(dict(body)))
 
 
