@@ -10,7 +10,8 @@ and guard (reading them) ask the same object. An API module (``chat.py``,
     document reader        a non-streamed body -> the same (:meth:`Api.read_document`)
     error shapes           the error document (:meth:`Api.error_document`) and the
                            in-band error event (:meth:`Api.error_event`)
-    request-body reader    the conversation a request carries (:meth:`Api.conversation`)
+    request-body reader    the conversation a request carries (:meth:`Api.conversation`),
+                           the tools it offers, whether it carries a tool's result
     reply writer           a healthy reply's body units (:meth:`Api.build`)
     SDK call shape         how the reference client's SDK sends it (:meth:`Api.sdk_request`)
     tools form             API-neutral tools in the form the API takes (:meth:`Api.tools`)
@@ -121,6 +122,41 @@ class Api:
     def conversation(self, body: Mapping[str, Any], seed: str) -> Conversation:
         """The conversation a request body carries (``seed``: the request's)."""
         raise NotImplementedError
+
+    def offered_tools(self, body: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        """The function tools a request offers, (name, parameters schema) in order. By
+        default any built-in API's form: chat ``{type: function, function: {name,
+        parameters}}``, Responses ``{type: function, name, parameters}``, Anthropic
+        ``{name, input_schema}``."""
+        out = []
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, Mapping):
+                continue
+            fn = tool.get("function")
+            spec = fn if isinstance(fn, Mapping) else tool
+            name = spec.get("name")
+            if isinstance(name, str) and name:
+                out.append((name, spec.get("parameters", spec.get("input_schema"))))
+        return out
+
+    def carries_tool_result(self, body: Mapping[str, Any]) -> bool:
+        """Does the request carry a tool's result? By default any built-in API's form:
+        chat ``role: tool``, Responses ``function_call_output``, Anthropic
+        ``tool_result`` block, in ``messages`` or ``input``."""
+        items = body.get("messages") or body.get("input") or ()
+        if not isinstance(items, list):
+            return False
+        for item in items:
+            if not isinstance(item, Mapping):
+                continue
+            if item.get("role") == "tool" or item.get("type") == "function_call_output":
+                return True
+            content = item.get("content")
+            if isinstance(content, list) and any(
+                isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+            ):
+                return True
+        return False
 
     def build(self, given: BuildInput) -> Units:
         """The body units of a healthy reply."""

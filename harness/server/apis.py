@@ -62,7 +62,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.apis import api_for, error_document
+from harness.apis import Api, api_for, error_document
 from harness.apis.base import COMMENT
 from harness.apis.lineage import Conversation
 from harness.apis.payload import BuildInput, Content, ToolCall, splice
@@ -83,7 +83,6 @@ __all__ = [
     "ReplyPlan",
     "error_body",
     "models_body",
-    "offered_tools",
     "plan_reply",
     "reply_words",
 ]
@@ -192,7 +191,7 @@ def plan_reply(
     spec = api_for(api)
     seed = seed_for_request(dict(body))
     carried = _content(
-        body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
+        spec, body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
     )
     profile = dialect_for(dialect, api)
     given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
@@ -266,6 +265,7 @@ _ERROR_CODES = {
 
 
 def _content(
+    spec: Api,
     body: Mapping[str, Any],
     seed: str,
     shape: str,
@@ -284,8 +284,8 @@ def _content(
         return Content(deltas)
     if shape == "reasoning":
         return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
-    offered = offered_tools(body)
-    if not offered or _has_tool_result(body):
+    offered = spec.offered_tools(body)
+    if not offered or spec.carries_tool_result(body):
         return Content(deltas)  # nothing to call, or the agent ran it: the model answers
     name, schema = next(((n, p) for n, p in offered if n == tool), offered[0])
     calls = 2 if shape == "parallel_tool_calls" else 1
@@ -296,41 +296,6 @@ def _content(
             ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
         )
     return Content([], tool_calls=tool_calls)
-
-
-def offered_tools(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The function tools a request offers, (name, parameters schema) in order: chat
-    ``{type: function, function: {name, parameters}}``, Responses ``{type: function,
-    name, parameters}``, Anthropic ``{name, input_schema}``."""
-    out = []
-    for tool in body.get("tools") or ():
-        if not isinstance(tool, Mapping):
-            continue
-        fn = tool.get("function")
-        spec = fn if isinstance(fn, Mapping) else tool
-        name = spec.get("name")
-        if isinstance(name, str) and name:
-            out.append((name, spec.get("parameters", spec.get("input_schema"))))
-    return out
-
-
-def _has_tool_result(body: Mapping[str, Any]) -> bool:
-    """Does the request carry a tool's result (chat ``role: tool``, Responses
-    ``function_call_output``, Anthropic ``tool_result`` block)?"""
-    items = body.get("messages") or body.get("input") or ()  # chat, messages | responses
-    if not isinstance(items, list):
-        return False
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        if item.get("role") == "tool" or item.get("type") == "function_call_output":
-            return True
-        content = item.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
-        ):
-            return True
-    return False
 
 
 def _dumps(doc: Any) -> bytes:
