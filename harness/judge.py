@@ -11,7 +11,7 @@ builds a ``CaseResult``.
 Accounting: the server's count of LLM API requests (``requests``, judged against the
 budget), the client's own view (``attempts``), and the requests that arrived after the
 call had returned (``late_requests``). Counted per model call: each request's lineage
-(``harness.server.lineage``, on its record) says whether it retries an earlier call or
+(``harness.apis.lineage``, on its record) says whether it retries an earlier call or
 begins one (a continuation, a new conversation), so an agent whose job makes several
 model calls is judged on each, not as one call retried.
 
