@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.apis import TERMINAL_MARKERS, api_of_path
+from harness.apis import api_for, api_of_path
 from harness.client.deadlines import Deadline
 from harness.client.errors import (
     HarnessError,
@@ -137,7 +137,7 @@ class Watch:
             assert self.api is not None
             return TruncatedStream(
                 f"{self.api} stream ended after {self.events} events without"
-                f" {TERMINAL_MARKERS[self.api]}",
+                f" {api_for(self.api).terminal_marker}",
                 attempt=self.attempt,
                 elapsed_s=elapsed_s,
             )

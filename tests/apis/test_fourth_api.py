@@ -1,8 +1,8 @@
 """A fourth API is one new module, and an unknown API raises instead of reading as another.
 
 ``echo_api.py`` (this directory) is a whole API with its own route and stream dialect;
-registered by the fixture below, the fault server serves it and the reference client's
-stream fold reads it, with no edit anywhere else. Real sockets, the real openai SDK.
+registered by the fixture below, the fault server serves it, and the reference client's
+stream fold and the guard transport read it, with no edit anywhere else. Real sockets, the real openai SDK.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from harness.apis import UnknownApi, api_for
 from harness.client import ReferenceClient, errors
 from harness.client.markers import kind_of
 from harness.client.streams import StreamReader, parse_document
+from harness.guard import http_client, typed_cause
 from harness.guard.scan import one_event
 from harness.scenario import script_from_dict
 from harness.server import FaultServer
@@ -92,3 +93,20 @@ def test_a_target_table_by_api_raises_for_an_api_it_does_not_speak() -> None:
         apis.pick(table, "messages", who="openai-sdk")
     with pytest.raises(UnknownApi):
         apis.pick(table, "echo", who="openai-sdk")
+
+
+def test_the_guard_transport_holds_its_terminal_rule_too(
+    echo: apis.Api, fault_server: FaultServer
+) -> None:
+    rule = {"fault": {"phase": "event:2", "action": "fin"}}
+    fault_server.load(script_from_dict({"events": 6, "framing": "close", "rules": [rule]}))
+    body = {"model": "test-model", "say": USER, "stream": True}
+    with http_client(settings=EASY) as http:
+        with pytest.raises(Exception, match="echo stream ended .* without end") as info:
+            with http.stream("POST", fault_server.base_url + "/echo", json=body) as resp:
+                for _ in resp.iter_bytes():
+                    pass
+        assert isinstance(typed_cause(info.value), errors.TruncatedStream)
+        healthy = {**body, "stream": False}
+        fault_server.load(script_from_dict({}))
+        assert http.post(fault_server.base_url + "/echo", json=healthy).json()["why"] == "done"
