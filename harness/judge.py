@@ -11,7 +11,7 @@ builds a ``CaseResult``.
 Accounting: the server's count of LLM API requests (``requests``, judged against the
 budget), the client's own view (``attempts``), and the requests that arrived after the
 call had returned (``late_requests``). Counted per model call: each request's lineage
-(``harness.server.lineage``, on its record) says whether it retries an earlier call or
+(``harness.apis.lineage``, on its record) says whether it retries an earlier call or
 begins one (a continuation, a new conversation), so an agent whose job makes several
 model calls is judged on each, not as one call retried.
 
@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from harness.apis import APIS
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
@@ -41,7 +42,6 @@ from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
 from harness.posture.carried import tie_posture
 from harness.scenario import Scenario
-from harness.vocab.apis import APIS
 
 __all__ = ["NO_FALSE_KILL_TAG", "Observed", "call_requests", "judge_case", "model_calls"]
 

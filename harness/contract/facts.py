@@ -46,7 +46,7 @@ class Facts:
     #: The ``dead_peer_bound`` check's result (None: the contract does not ask it).
     dead_peer: DeadPeerCheck | None = None
     #: (first request's index, requests) of each model call the server saw: a request
-    #: that is not a retry begins one (``harness.server.lineage``); empty: not known.
+    #: that is not a retry begins one (``harness.apis.lineage``); empty: not known.
     call_requests: Sequence[tuple[int, int]] = ()
 
     @property

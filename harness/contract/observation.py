@@ -6,7 +6,7 @@
   None (or empty), never a default that could pass for a measurement.
 - :class:`Request`: one request record of the fault server (``RequestRecord`` of
   ``harness.server.timeline``, or a hand-made one in a test) with its
-  :class:`Lineage` (``harness.server.lineage``).
+  :class:`Lineage` (``harness.apis.lineage``).
 
 The raw message stays on :attr:`ChildReport.raw` for the readers that take the whole of
 it (``harness.outcome.classify``, ``harness.contract.causes``).
@@ -123,7 +123,7 @@ class ChildReport:
 
 @dataclass(frozen=True)
 class Lineage:
-    """Where a request stands in the conversation (``harness.server.lineage``): ``new``,
+    """Where a request stands in the conversation (``harness.apis.lineage``): ``new``,
     ``continuation`` (of request ``of``) or ``retry`` of model call ``call``."""
 
     kind: str | None = None

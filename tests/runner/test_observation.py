@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.apis.lineage import Lineage as ServerLineage
 from harness.contract.observation import ChildReport, FollowUp, Lineage, Request, requests_of
-from harness.server.lineage import Lineage as ServerLineage
 from harness.server.timeline import RequestRecord
 
 pytestmark = pytest.mark.timeout(30)

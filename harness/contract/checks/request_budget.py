@@ -29,7 +29,7 @@ class RequestBudget(Check):
         "per other call"
     )
     needs = (
-        "the fault server's request log and each request's lineage (`harness/server/lineage.py`)"
+        "the fault server's request log and each request's lineage (`harness/apis/lineage.py`)"
     )
     shown_in = "`requests` (server's count), the model calls"
 
