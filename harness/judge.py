@@ -11,9 +11,12 @@ builds a ``CaseResult``.
 Accounting: the server's count of LLM API requests (``requests``, judged against the
 budget), the client's own view (``attempts``), and the requests that arrived after the
 call had returned (``late_requests``). Counted per model call: each request's lineage
-(``harness.server.lineage``, on its record) says whether it retries an earlier call or
+(``harness.apis.lineage``, on its record) says whether it retries an earlier call or
 begins one (a continuation, a new conversation), so an agent whose job makes several
 model calls is judged on each, not as one call retried.
+
+The child's report and the request records are parsed once
+(``harness.contract.observation``: :class:`ChildReport`, :class:`Request`) and read typed.
 
 Not here: running anything (``harness.lifecycle``), the outcome rules (``harness.outcome``)
 or the contract rules (``harness.contract``).
@@ -21,15 +24,17 @@ or the contract rules (``harness.contract``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from harness.apis import APIS
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
 from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
+from harness.contract.observation import ChildReport, Lineage, Request, requests_of
 from harness.contract.reach import rule_firings, unreached
 from harness.lateness import measure, void_reason
 from harness.lifecycle import Observed
@@ -37,7 +42,6 @@ from harness.outcome import Expected, Outcome, classify, detection_latency
 from harness.planning import CasePlan
 from harness.posture.carried import tie_posture
 from harness.scenario import Scenario
-from harness.vocab.apis import APIS
 
 __all__ = ["NO_FALSE_KILL_TAG", "Observed", "call_requests", "judge_case", "model_calls"]
 
@@ -59,25 +63,28 @@ def judge_case(
     scenario, target, expected = plan.scenario, plan.target, plan.expected
     time_scale, ceiling_s = plan.time_scale, plan.ceiling_s
     report = observed.report
-    records = [r for r in observed.records if getattr(r, "api", None) in APIS]
-    ran = not (report and report.get("status") in ("skipped", "not_applicable", "did_not_start"))
+    child = ChildReport.parse(report)
+    # the LLM requests: raw for the contract's readers of records, typed for the judge's
+    typed = requests_of(observed.records)
+    records = [r for r, q in zip(observed.records, typed, strict=True) if q.api in APIS]
+    requests = tuple(q for q in typed if q.api in APIS)
+    ran = child is None or child.ran
     outcome = classify(
         report,
-        expected_text=_expected_text(records),
+        expected_text=_expected_text(requests),
         alive=scenario.is_alive,
         find_sentinel=find_sentinel,
     )
-    attempts = _client_attempts(report, calls=scenario.request.calls)
-    made = call_requests(records)
+    attempts = None if child is None else child.claimed_attempts(calls=scenario.request.calls)
+    made = call_requests(requests)
     outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
-    follow_up = ((report or {}).get("details") or {}).get("follow_up")
-    follow_up = follow_up if isinstance(follow_up, Mapping) else None
+    follow_up = None if child is None else child.follow_up
     # The job's own calls ended where the follow-up call started.
-    end_t = (follow_up or {}).get("t") or (report.get("t") if report else None)
-    error_t = end_t if report and report.get("status") == "raised" else None
+    end_t = None if child is None else child.end_t
+    error_t = end_t if child is not None and child.status == "raised" else None
     started_t = observed.started_t
-    elapsed = None if (end_t is None or started_t is None) else float(end_t) - started_t
-    late = _late_requests(records, end_t) if ran else None
+    elapsed = None if (end_t is None or started_t is None) else end_t - started_t
+    late = _late_requests(requests, end_t) if ran else None
     contract = contract_for(scenario)
     # every sampled socket tied to what it carried (a model call, a probe, nothing)
     posture = tie_posture(observed.posture, observed.timeline, observed.records)
@@ -93,12 +100,10 @@ def judge_case(
         ceiling_s=ceiling_s,
         elapsed_s=elapsed,
         requests=len(records) if ran else None,
-        request_log=[
-            (float(getattr(r, "t_start", 0.0)), getattr(r, "fault", None)) for r in records
-        ],
+        request_log=[(q.t_start, q.fault) for q in requests],
         leaks=None if observed.leaks is None else observed.leaks.total,
         late_requests=late,
-        follow_up_ok=None if follow_up is None else bool(follow_up.get("ok")),
+        follow_up_ok=None if follow_up is None else follow_up.ok,
         dead_peer=dead_peer,
         call_requests=made if ran else (),
         claimed_attempts=attempts if ran else None,
@@ -125,20 +130,20 @@ def judge_case(
             observed.timeline,
             error_t,
             started_t=started_t,
-            request_starts=[float(getattr(r, "t_start", 0.0)) for r in records],
+            request_starts=[q.t_start for q in requests],
         ),
         requests=len(records) if ran else None,
         max_requests=plan.max_requests,
         leaks=observed.leaks,
         attempts=attempts,
         late_requests=late,
-        finish_reason=(report or {}).get("finish_reason"),
-        message=_message(report, outcome) + (f"\n{observed.stacks}" if observed.stacks else ""),
+        finish_reason=None if child is None else child.finish_reason,
+        message=_message(child, outcome) + (f"\n{observed.stacks}" if observed.stacks else ""),
         summary=scenario.summary,
         timeline=tuple(observed.timeline) if keep_timeline else (),
-        client_events=tuple(tuple(e) for e in (report or {}).get("events") or ()),
+        client_events=() if child is None else child.events,
         t_started=started_t,
-        details=dict((report or {}).get("details") or {}),
+        details={} if child is None else dict(child.details),
         verdict=verdict.verdict,
         failed_checks=verdict.failed_checks,
         contract=contract_facts(contract, facts) if ran else {},
@@ -202,7 +207,8 @@ def _hidden_false_kill(
     that does not count its attempts cannot rule a kill out: still a false kill.
     Not applied to scenarios that are merely fault-free: there a retry is judged by
     the request budget."""
-    calls = max(scenario.request.calls, model_calls(records))
+    requests = requests_of(records)
+    calls = max(scenario.request.calls, model_calls(requests))
     slow_but_alive = scenario.is_alive and (
         scenario.alive is True or NO_FALSE_KILL_TAG in scenario.tags
     )
@@ -219,7 +225,7 @@ def _hidden_false_kill(
     # Asked again: a later retry of the killed request's model call (a continuation after
     # it, the agent's next call, asks something else).
     killed = [
-        i for i in cut_by_peer(records, timeline) if i is not None and _asked_again(i, records)
+        i for i in cut_by_peer(records, timeline) if i is not None and _asked_again(i, requests)
     ]
     said = attempts is not None and attempts > calls
     if not killed and not said and attempts is not None:
@@ -256,102 +262,76 @@ def call_requests(records: Sequence[Any]) -> tuple[tuple[int, int], ...]:
     calls: list[list[int]] = []
     current: Any = None  # the lineage ``call`` of the model call being counted
     unread_before = False
-    for r in records:
-        lineage = getattr(r, "lineage", None)
-        kind = lineage.get("kind") if isinstance(lineage, Mapping) else None
-        of_call = lineage.get("call") if isinstance(lineage, Mapping) else None
+    for q in requests_of(records):
+        kind = q.lineage.kind if q.lineage is not None else None
+        of_call = q.lineage.call if q.lineage is not None else None
         begins = kind == "continuation" or (kind == "new" and not unread_before)
         begins = begins or (
             kind == "retry" and None not in (of_call, current) and of_call != current
         )
         if begins or not calls:
-            calls.append([int(getattr(r, "index", 0)), 0])
+            calls.append([q.index, 0])
             current = of_call
         calls[-1][1] += 1
         unread_before = kind is None
     return tuple((first, n) for first, n in calls)
 
 
-def _asked_again(index: Any, records: Sequence[Any]) -> bool:
+def _asked_again(index: Any, requests: Sequence[Request]) -> bool:
     """Did a request after ``index`` ask its model call again (a retry of that call, or a
     request whose body was not read, so nothing rules a retry out)?"""
-    by_index = {int(getattr(r, "index", 0)): r for r in records}
+    by_index = {q.index: q for q in requests}
     killed = by_index.get(int(index))
-    lineage = getattr(killed, "lineage", None)
-    call = lineage.get("call") if isinstance(lineage, Mapping) else None
-    for i, r in sorted(by_index.items()):
+    call = killed.lineage.call if killed is not None and killed.lineage is not None else None
+    for i, q in sorted(by_index.items()):
         if i <= int(index):
             continue
-        later = getattr(r, "lineage", None)
-        if call is None or not isinstance(later, Mapping):
+        later = q.lineage
+        if call is None or later is None:
             return True
-        if later.get("kind") == "retry" and later.get("call") == call:
+        if later.kind == "retry" and later.call == call:
             return True
     return False
 
 
-def _client_attempts(report: Mapping[str, Any] | None, *, calls: int) -> int | None:
-    """How many requests the client says it made: a returned result's ``attempts`` (for
-    several calls, the sum the target reports), a raised one's list of attempt errors
-    (``RetriesExhausted``) or the attempt number of the error. None when it does not say,
-    or when a raised call was not the first of several (the earlier calls are unknown)."""
-    if not report:
-        return None
-    attempts = report.get("attempts")
-    if report.get("status") == "returned":
-        return attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else None
-    if report.get("status") != "raised" or calls > 1:
-        return None
-    errors = report.get("attempt_errors")
-    if isinstance(errors, list) and errors:
-        return len(errors)
-    attempt = report.get("attempt")
-    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
-
-
-def _late_requests(records: Sequence[Any], end_t: Any) -> int | None:
+def _late_requests(requests: Sequence[Request], end_t: float | None) -> int | None:
     """Requests that started after the call returned or raised at ``end_t`` (None: the
     call never ended, e.g. hung). A continuation of the job's conversation (its lineage
     extends a request of the job), and the retries of that model call, belong to the
     job: not late. A retry of a call begun before ``end_t`` is."""
-    if not isinstance(end_t, int | float):
+    if end_t is None:
         return None
     job: set[int] = set()  # requests of the job
     continued: set[int] = set()  # model calls begun late as a continuation of the job
     late = 0
-    for r in sorted(records, key=lambda r: int(getattr(r, "index", 0))):
-        index = int(getattr(r, "index", 0))
-        lineage = getattr(r, "lineage", None)
-        lineage = lineage if isinstance(lineage, Mapping) else {}
-        if float(getattr(r, "t_start", 0.0)) <= float(end_t):
-            job.add(index)
-        elif lineage.get("kind") == "continuation" and lineage.get("of") in job:
-            job.add(index)
-            continued.add(index)
-        elif lineage.get("kind") == "retry" and lineage.get("call") in continued:
-            job.add(index)
+    for q in sorted(requests_of(requests), key=lambda q: q.index):
+        lineage = q.lineage or Lineage()
+        if q.t_start <= end_t:
+            job.add(q.index)
+        elif lineage.kind == "continuation" and lineage.of in job:
+            job.add(q.index)
+            continued.add(q.index)
+        elif lineage.kind == "retry" and lineage.call in continued:
+            job.add(q.index)
         else:
             late += 1
     return late
 
 
-def _expected_text(records: Iterable[Any]) -> str | None:
+def _expected_text(requests: Sequence[Request]) -> str | None:
     """The reply a healthy request got: the last request without a fault, else the last."""
-    records = list(records)
-    if not records:
+    if not requests:
         return None
-    healthy = [r for r in records if getattr(r, "fault", None) is None]
-    chosen = (healthy or records)[-1]
-    return getattr(chosen, "expected_text", None)
+    healthy = [q for q in requests if q.fault is None]
+    return (healthy or requests)[-1].expected_text
 
 
-def _message(report: Mapping[str, Any] | None, outcome: Outcome) -> str:
-    if report is None:
+def _message(child: ChildReport | None, outcome: Outcome) -> str:
+    if child is None:
         return outcome.detail
-    if report.get("status") in ("raised", "crashed"):
-        causes = report.get("causes") or []
-        cause = f" (from {causes[0]})" if causes else ""
-        return f"{report.get('error')}: {report.get('message', '')}{cause}"[:600]
-    if report.get("status") in ("skipped", "not_applicable", "did_not_start"):
-        return str(report.get("message") or outcome.detail)
+    if child.status in ("raised", "crashed"):
+        cause = f" (from {child.causes[0]})" if child.causes else ""
+        return f"{child.error}: {child.message or ''}{cause}"[:600]
+    if not child.ran:
+        return child.message or outcome.detail
     return outcome.detail

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self, TypeVar
 
-from harness.vocab.apis import PATH_PREFIX
+from harness.apis import PATH_PREFIX
 
 __all__ = ["LoopService", "LoopThread", "LoopThreadError"]
 

@@ -13,6 +13,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.apis import api_for
+
 __all__ = [
     "DEFAULT_TOOL",
     "DEFAULT_TOOL_SPEC",
@@ -93,19 +95,10 @@ _NOTE_PROPERTIES = DEFAULT_TOOL_SPEC["parameters"]["properties"]
 
 def tools_for_api(tools: Sequence[Mapping[str, Any]], api: str) -> list[dict[str, Any]]:
     """API-neutral tools (``{name, description, parameters}``: ``Job.tools``) in the form
-    ``api`` takes: chat ``{type: function, function: {...}}``, Responses ``{type:
-    function, name, ...}``, Messages ``{name, description, input_schema}``."""
-    out: list[dict[str, Any]] = []
-    for t in tools:
-        spec = {"name": t["name"], "description": t.get("description", "")}
-        params = dict(t.get("parameters") or {"type": "object", "properties": {}})
-        if api == "chat":
-            out.append({"type": "function", "function": {**spec, "parameters": params}})
-        elif api == "responses":
-            out.append({"type": "function", **spec, "parameters": params})
-        else:
-            out.append({**spec, "input_schema": params})
-    return out
+    ``api`` takes (:meth:`harness.apis.base.Api.tools`: chat ``{type: function,
+    function: {...}}``, Responses ``{type: function, name, ...}``, Messages ``{name,
+    description, input_schema}``)."""
+    return api_for(api).tools(tools)
 
 
 def schema_arguments(schema: Any, seed: str, call: int, words: int) -> str:

@@ -59,6 +59,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.apis import APIS, ApiName
 from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.network_spec import network_for
@@ -70,7 +71,6 @@ from harness.scenario_errors import (
     from_validation,
     read_toml,
 )
-from harness.vocab.apis import APIS, ApiName
 
 __all__ = [
     "APIS",

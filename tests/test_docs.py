@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.check import splice_checks_table
 from harness.contract.verdict import CHECKS
 from harness.faults.reference import render_faults_page
 
@@ -98,6 +99,25 @@ def test_the_contract_page_names_every_check() -> None:
     page = (DOCS / "contract.md").read_text(encoding="utf-8")
     missing = [check for check in CHECKS if f"| `{check}` |" not in page]
     assert not missing, f"docs/contract.md lacks the checks {missing}"
+
+
+def test_the_checks_table_is_generated_from_the_check_registry() -> None:
+    page = (DOCS / "contract.md").read_text(encoding="utf-8")
+    assert page == splice_checks_table(page), (
+        "docs/contract.md's checks table is stale: run `harness docs` (or `bash ci/docs`)"
+    )
+
+
+def test_harness_docs_rewrites_a_stale_checks_table(tmp_path: Path, capsys) -> None:
+    from harness.cli import main
+
+    page = (DOCS / "contract.md").read_text(encoding="utf-8")
+    stale = page.replace("| `bounded` |", "| `bounded_by_hand` |")
+    (tmp_path / "contract.md").write_text(stale, encoding="utf-8")
+    assert main(["docs", "--out", str(tmp_path), "--check"]) == 1
+    assert "contract.md: stale" in capsys.readouterr().err
+    assert main(["docs", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "contract.md").read_text(encoding="utf-8") == page
 
 
 def _python_blocks(page: str) -> list[str]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from harness.apis import API_BY_PATH, APIS, TERMINAL_MARKERS, api_of_path
 from harness.client.errors import ProviderError
 from harness.client.settings import ClientSettings
 from harness.faults import ACTIONS, DIALECTS, script_from_dict
 from harness.guard.watch import Watch
 from harness.scenario import ScenarioError, load_scenario
-from harness.vocab.apis import API_BY_PATH, APIS, TERMINAL_MARKERS, api_of_path
 from harness.vocab.dialects import DIALECT_APIS, PROFILES
 from harness.vocab.statuses import RETRYABLE_STATUSES
 

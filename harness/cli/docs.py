@@ -5,8 +5,11 @@
     harness docs [--out DIR] [--check]
 
 Writes ``DIR/faults.md`` (default ``docs/``) from the fault-action registry
-(:mod:`harness.faults.reference`). ``--check`` writes nothing and exits 1 when the file
-differs from what the registry gives (the test suite runs the same comparison).
+(:mod:`harness.faults.reference`) and the checks table of ``DIR/contract.md`` from the
+contract-check registry (:mod:`harness.contract.check`; the rest of that page is prose,
+so the table is rewritten only where the page is). ``--check`` writes nothing and exits 1
+when a file differs from what the registries give (the test suite runs the same
+comparison).
 
 Not here: the scorecard (``harness scorecard --out docs/scorecard``; ``bash ci/docs``
 runs both).
@@ -19,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import EXIT_MISMATCH, EXIT_OK, check_out_dir
+from harness.cli.common import EXIT_INPUT, EXIT_MISMATCH, EXIT_OK, check_out_dir
 
 __all__ = ["register"]
 
@@ -27,9 +30,10 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "docs",
-        help="write the generated docs pages (faults.md)",
-        description="Write docs/faults.md from the fault-action registry; --check "
-        "compares instead and exits 1 when it is stale.",
+        help="write the generated docs pages (faults.md, the checks of contract.md)",
+        description="Write docs/faults.md from the fault-action registry and the checks "
+        "table of docs/contract.md from the check registry; --check compares instead and "
+        "exits 1 when one is stale.",
     )
     parser.add_argument("--out", default="docs", metavar="DIR", help="the docs directory")
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
@@ -37,9 +41,17 @@ def register(commands: Any) -> None:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    from harness.contract.check import splice_checks_table
     from harness.faults.reference import render_faults_page
 
     pages = {"faults.md": render_faults_page()}
+    contract_page = Path(args.out) / "contract.md"
+    if contract_page.is_file():  # generated in part: only where the page is
+        try:
+            pages["contract.md"] = splice_checks_table(contract_page.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            print(f"{contract_page}: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     if args.check:
         stale = [
             name

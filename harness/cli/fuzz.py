@@ -184,11 +184,11 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 def _fuzz_settings(args: argparse.Namespace) -> Any:
     """The search's settings, every input checked (one line, exit 2 on a bad one)."""
+    from harness.apis import APIS
     from harness.faults import ACTIONS
     from harness.fuzz.search import FuzzSettings
     from harness.fuzz.space import action_spaces
     from harness.targets import load_target
-    from harness.vocab.apis import APIS
 
     targets = common.selected_targets(args, ["openai-sdk"])
     if len(targets) != 1:

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.apis import default_of
 from harness.cli.common import (
     EXIT_OK,
     UsageError,
@@ -139,8 +140,7 @@ def probe_scenarios(*, api: str, hold_s: float) -> list[Any]:
 
 
 def _api_for(cls: Any) -> str:
-    apis = cls.apis or ("chat",)  # declared on Target
-    return "chat" if "chat" in apis else apis[0]
+    return default_of(cls.apis or ())  # declared on Target
 
 
 def _print_table(report: dict[str, Any]) -> None:

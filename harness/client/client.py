@@ -32,17 +32,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar, Unpack
 
+from harness.apis import api_for, names
 from harness.client.attempt import AttemptRun, Call, Reply, check_ceiling
 from harness.client.clock import Clock, MonotonicClock
 from harness.client.components import Components
 from harness.client.deadlines import DeadlineState
 from harness.client.errors import HarnessError, RetriesExhausted
 from harness.client.retry import RetryPolicy
-from harness.client.sdk_calls import post_messages, request_options, typed_create
+from harness.client.sdk_calls import request_options, sdk_request
 from harness.client.settings import ClientSettings, SettingsError
 from harness.client.transport import OwnedClient, copy_sdk_kwargs
 from harness.client.watchdog import AsyncWatchdog, Watchdog
-from harness.vocab.apis import APIS
 
 __all__ = ["AsyncReferenceClient", "CallOptions", "Components", "ReferenceClient", "Reply"]
 
@@ -110,8 +110,8 @@ class _Base:
         tool_choice: Any = None,
     ) -> Call:
         """The call ``complete`` was asked for (its options' defaults are these)."""
-        if api not in APIS:
-            raise SettingsError("api", api, ", ".join(APIS))
+        if api not in names():
+            raise SettingsError("api", api, ", ".join(names()))
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes) or not messages:
             raise SettingsError(
                 "messages", messages, "a non-empty list of {role, content} messages"
@@ -170,12 +170,11 @@ class _Base:
         return AttemptRun(call, self.components)
 
     def _request(self, owned: OwnedClient, call: Call, connect_s: float | None) -> Any:
-        """The SDK's request object: a context manager (chat, responses), or the raw
-        response of ``post`` (messages; awaitable in the async client)."""
+        """The SDK's request object: a context manager, or the raw response itself when
+        the API's call shape says so (``sdk_returns_response``: awaitable in the async
+        client)."""
         extra = request_options(self.settings, connect_s)
-        if call.api == "messages":
-            return post_messages(owned.sdk, call, self._api_key, extra)
-        return typed_create(owned.sdk, call, extra)
+        return sdk_request(owned.sdk, call, self._api_key, extra)
 
     def _build(self, is_async: bool) -> OwnedClient:
         owned = self._factory.build(
@@ -256,7 +255,7 @@ class ReferenceClient(_Base):
             connect_s = run.start(token, wd.next_deadline(), wd.now(), self.settings)
             with _failures(run, wd), contextlib.ExitStack() as stack:
                 request = self._request(owned, call, connect_s)
-                if call.api == "messages":
+                if api_for(call.api).sdk_returns_response:
                     response = request
                     stack.callback(response.close)
                 else:
@@ -336,7 +335,7 @@ class AsyncReferenceClient(_Base):
             with _failures(run, wd):
                 async with contextlib.AsyncExitStack() as stack:
                     request = self._request(owned, call, connect_s)
-                    if call.api == "messages":
+                    if api_for(call.api).sdk_returns_response:
                         response = await request
                         stack.push_async_callback(response.aclose)
                     else:

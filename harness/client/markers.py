@@ -14,31 +14,20 @@ reads the SSE ``event:`` field when the server sent one (real OpenAI Responses a
 Anthropic streams always do) and parses the JSON ``type`` only when it is missing, so
 the guard's per-event cost stays a few string comparisons.
 
-The tables (which events end or keep alive each API's stream) are the API registry's
-(``harness.vocab.apis``); this module holds the rules that read them.
+The rules themselves (which events end or keep alive each API's stream) are each API's
+own (``harness.apis``: :meth:`~harness.apis.base.Api.kind`); this module applies them
+to decoded items.
 
 Not here: collecting text or decoding payloads (``streams.py``), deadlines.
 """
 
 from __future__ import annotations
 
-import json
-
+from harness.apis import api_for
+from harness.apis.chat import DONE, is_done
 from harness.sse import Comment, Event
-from harness.vocab.apis import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
 
-__all__ = ["DONE", "KEEPALIVE_EVENTS", "TERMINAL_EVENTS", "TERMINAL_MARKERS", "is_done", "kind_of"]
-
-#: The chat stream's end sentinel (and what some Responses servers send after the end).
-DONE = "[DONE]"
-
-
-def is_done(data: str) -> bool:
-    """The ``[DONE]`` sentinel: any data that *starts* with it, as the openai SDK's
-    reader has it (``sse.data.startswith("[DONE]")``), so ``[DONE] `` ends the stream
-    and `` [DONE]`` (two spaces after ``data:``) does not. The one rule for the reader
-    and the guard."""
-    return data.startswith(DONE)
+__all__ = ["DONE", "is_done", "kind_of"]
 
 
 def kind_of(api: str, item: Event | Comment) -> str:
@@ -46,21 +35,4 @@ def kind_of(api: str, item: Event | Comment) -> str:
     ``"content"`` (anything else: progress) for one decoded item of an ``api`` stream."""
     if isinstance(item, Comment):
         return "comment"
-    if api == "chat":
-        return "terminal" if is_done(item.data) else "content"
-    name = item.event if item.event else _json_type(item.data)
-    if name in TERMINAL_EVENTS[api]:
-        return "terminal"
-    if name in KEEPALIVE_EVENTS[api]:
-        return "comment"
-    return "content"
-
-
-def _json_type(data: str) -> str:
-    """The ``type`` of a JSON event payload; ``""`` when it has none or is not JSON (a
-    malformed event is the SDK's or the reader's to report, not a marker)."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return ""
-    return str(doc.get("type") or "") if isinstance(doc, dict) else ""
+    return api_for(api).kind(item.event, item.data)

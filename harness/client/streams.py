@@ -5,8 +5,9 @@ The reference client reads the raw body (through the SDK's raw-response path) an
 decodes it with :mod:`harness.sse`, because the SDK's own stream iterator hides SSE
 comments, and "comments but no content" is a stall this project must see.
 
-Per API, what is content, what is keep-alive, and what is the terminal marker is
-:mod:`harness.client.terminal` (shared with the guard transport). Every event that is
+Per API, what is content, what is keep-alive, and what is the terminal marker is the
+API's own module (``harness.apis``: its fold, shared with the fault server that writes
+the same events); this module is the fold's sink. Every event that is
 not keep-alive is progress -- reasoning deltas and tool-call argument fragments
 included, so a long reasoning pause is never a stall and satisfies the first-byte
 deadline; only text deltas are handed to ``on_delta``::
@@ -32,8 +33,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
+from harness.apis import api_for
 from harness.client import terminal
 from harness.client.assembly import ToolCall, ToolCalls
 from harness.client.errors import MalformedEvent, ProviderError, TruncatedStream
@@ -70,7 +72,10 @@ class Step:
 
 @dataclass
 class StreamReader:
-    """Interprets one attempt's SSE items for ``api``; collects text and the end state."""
+    """Interprets one attempt's SSE items for ``api``; collects text and the end state.
+
+    The API's own fold (:meth:`harness.apis.base.Api.fold`) reads each event; this is
+    its sink (:class:`harness.apis.base.Sink`)."""
 
     api: str
     parts: list[str] = field(default_factory=list)
@@ -79,6 +84,10 @@ class StreamReader:
     events: int = 0
     reasoning_parts: list[str] = field(default_factory=list)
     tools: ToolCalls = field(default_factory=ToolCalls)
+    _step: list[str] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._api = api_for(self.api)  # an unknown API raises here, never reads as another
 
     def feed(self, item: Event | Comment) -> Step:
         if isinstance(item, Comment):
@@ -86,11 +95,11 @@ class StreamReader:
         if self.complete:
             return Step("comment")  # after the terminal marker nothing counts (see terminal)
         self.events += 1
-        if self.api == "chat":
-            return self._chat(item)
-        if self.api == "responses":
-            return self._responses(item)
-        return self._messages(item)
+        self._step.clear()
+        kind = self._api.fold(item.event, item.data, self)
+        if kind == "comment":
+            return Step("comment")
+        return Step("content", "".join(self._step))
 
     @property
     def text(self) -> str:
@@ -104,135 +113,39 @@ class StreamReader:
         """The complete answer (call after :func:`require_terminal`)."""
         return Parsed(self.text, self.finish_reason, self.tools.finish(), self.reasoning)
 
-    # ------------------------------------------------------------------ per API
+    # ------------------------------------------------------------ the API's sink
 
-    def _chat(self, ev: Event) -> Step:
-        if terminal.is_done(ev.data):
-            self.complete = True
-            return Step("content")
-        doc = _json(ev.data)
-        if doc.get("error"):
-            raise _stream_error(doc["error"])
-        text = ""
-        for choice in doc.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if isinstance(delta, dict):
-                if isinstance(delta.get("content"), str):
-                    text += delta["content"]
-                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                if isinstance(thought, str):
-                    self.reasoning_parts.append(thought)
-                for pos, tc in enumerate(delta.get("tool_calls") or ()):
-                    if isinstance(tc, dict):
-                        fn = tc.get("function") or {}
-                        self.tools.piece(
-                            tc.get("index", pos),
-                            id=tc.get("id"),
-                            name=fn.get("name"),
-                            arguments=fn.get("arguments"),
-                        )
-            if choice.get("finish_reason"):
-                self.finish_reason = str(choice["finish_reason"])
-        return self._content(text)
+    def json(self, data: str) -> dict[str, Any]:
+        return _json(data)
 
-    def _responses(self, ev: Event) -> Step:
-        if terminal.is_done(ev.data):
-            return Step("content")  # only after the terminal event is it an end (see terminal)
-        doc = _json(ev.data)
-        kind = doc.get("type") or ev.event or ""
-        if kind == "response.output_text.delta":
-            return self._content(str(doc.get("delta") or ""))
-        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            self.reasoning_parts.append(str(doc.get("delta") or ""))
-        elif kind in ("response.output_item.added", "response.output_item.done"):
-            item = doc.get("item") or {}
-            if isinstance(item, dict) and item.get("type") == "function_call":
-                self.tools.piece(
-                    item.get("id") or doc.get("output_index"),
-                    id=item.get("call_id") or item.get("id"),
-                    name=item.get("name"),
-                    final=item.get("arguments") if kind.endswith(".done") else None,
-                )
-        elif kind == "response.function_call_arguments.delta":
-            self.tools.piece(
-                doc.get("item_id") or doc.get("output_index"), arguments=doc.get("delta")
-            )
-        elif kind == "response.function_call_arguments.done":
-            self.tools.piece(
-                doc.get("item_id") or doc.get("output_index"), final=doc.get("arguments")
-            )
-        elif kind == "response.completed":
-            self.complete, self.finish_reason = True, "stop"
-            self._final_text(doc.get("response"))
-        elif kind == "response.incomplete":
-            details = (doc.get("response") or {}).get("incomplete_details") or {}
-            self.complete, self.finish_reason = True, str(details.get("reason") or "incomplete")
-        elif kind in ("response.failed", "error"):
-            err = (
-                (doc.get("response") or {}).get("error")
-                if kind == "response.failed"
-                else doc.get("error", doc)
-            )
-            raise _stream_error(err or doc)
-        elif doc.get("error"):
-            raise _stream_error(doc["error"])  # as the openai SDK does for any event
-        return Step("content")
-
-    def _final_text(self, response: Any) -> None:
-        """The text ``response.completed`` carries is the answer, as the openai SDK's
-        ``get_final_response()`` has it: deltas that arrived reordered, duplicated or
-        short (their ``sequence_number``s say so) do not change it. Without any output
-        text there (some gateways send an empty ``output``), the deltas stand."""
-        output = response.get("output") if isinstance(response, dict) else None
-        texts = [
-            c.get("text")
-            for item in output or ()
-            if isinstance(item, dict) and item.get("type") == "message"
-            for c in item.get("content") or ()
-            if isinstance(c, dict) and c.get("type") == "output_text"
-        ]
-        if texts and all(isinstance(t, str) for t in texts):
-            self.parts[:] = ["".join(texts)]
-
-    def _messages(self, ev: Event) -> Step:
-        doc = _json(ev.data)
-        kind = doc.get("type") or ev.event or ""
-        if terminal.is_keepalive_event("messages", kind):
-            return Step("comment")
-        if kind == "content_block_start":
-            block = doc.get("content_block") or {}
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                self.tools.piece(
-                    doc.get("index"),
-                    id=block.get("id"),
-                    name=block.get("name"),
-                    start_input=block.get("input"),
-                )
-        elif kind == "content_block_delta":
-            delta = doc.get("delta") or {}
-            dtype = delta.get("type") if isinstance(delta, dict) else None
-            if dtype == "text_delta":
-                return self._content(str(delta.get("text") or ""))
-            if dtype == "thinking_delta":
-                self.reasoning_parts.append(str(delta.get("thinking") or ""))
-            elif dtype == "input_json_delta" and self.tools.has(doc.get("index")):
-                self.tools.piece(doc.get("index"), arguments=delta.get("partial_json"))
-        elif kind == "message_delta":
-            stop = (doc.get("delta") or {}).get("stop_reason")
-            if stop:
-                self.finish_reason = str(stop)
-        elif kind == "message_stop":
-            self.complete = True
-        elif kind == "error":
-            raise _stream_error(doc.get("error") or doc)
-        return Step("content")
-
-    def _content(self, text: str) -> Step:
+    def add_text(self, text: str) -> None:
         if text:
             self.parts.append(text)
-        return Step("content", text)
+            self._step.append(text)
+
+    def replace_text(self, text: str) -> None:
+        self.parts[:] = [text]
+
+    def add_reasoning(self, text: str) -> None:
+        self.reasoning_parts.append(text)
+
+    def tool(self, key: Any, **piece: Any) -> None:
+        self.tools.piece(key, **piece)
+
+    def has_tool(self, key: Any) -> bool:
+        return self.tools.has(key)
+
+    def finish(self, reason: str | None) -> None:
+        self.finish_reason = reason
+
+    def end(self) -> None:
+        self.complete = True
+
+    def error(self, err: Any) -> NoReturn:
+        raise _stream_error(err)
+
+    def malformed(self, message: str) -> NoReturn:
+        raise MalformedEvent(message)
 
 
 def require_terminal(reader: StreamReader) -> None:
@@ -256,6 +169,7 @@ def parse_body(api: str, body: bytes) -> tuple[str, str | None]:
 def parse_document(api: str, body: bytes) -> Parsed:
     """The answer in a non-streamed JSON body; a body cut short is
     :class:`TruncatedStream`, one that is not JSON is :class:`MalformedEvent`."""
+    reader = _DocumentReader(api)
     text = body.decode("utf-8", errors="replace")
     if not text.strip():
         raise TruncatedStream(f"{api} body ended empty")
@@ -269,57 +183,19 @@ def parse_document(api: str, body: bytes) -> Parsed:
         raise MalformedEvent(f"{api} body is not a JSON object")
     if doc.get("error"):
         raise _stream_error(doc["error"])
-    tools = ToolCalls()
-    if api == "chat":
-        choices = doc.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            # no choice is no answer: returning "" would call an empty reply complete
-            # (found by harness fuzz: drop_field choices on a non-streamed body)
-            raise MalformedEvent(f"{api} body has no choices: {text[:120]!r}")
-        choice = choices[0]
-        message = choice.get("message") or {}
-        for i, tc in enumerate(message.get("tool_calls") or ()):
-            fn = tc.get("function") or {}
-            tools.piece(i, id=tc.get("id"), name=fn.get("name"), final=fn.get("arguments"))
-        thought = message.get("reasoning_content") or message.get("reasoning") or ""
-        return Parsed(
-            str(message.get("content") or ""),
-            choice.get("finish_reason"),
-            tools.finish(),
-            thought if isinstance(thought, str) else "",
-        )
-    if api == "responses":
-        parts, thoughts = [], []
-        for item in doc.get("output") or ():
-            if not isinstance(item, dict):
-                continue
-            if item.get("type") == "function_call":
-                tools.piece(
-                    item.get("id"),
-                    id=item.get("call_id"),
-                    name=item.get("name"),
-                    final=item.get("arguments"),
-                )
-            for c in item.get("content") or ():
-                if isinstance(c, dict) and c.get("type") == "output_text":
-                    parts.append(c.get("text", ""))
-            for c in item.get("summary") or ():
-                if isinstance(c, dict):
-                    thoughts.append(c.get("text", ""))
-        status = doc.get("status")
-        finish = "stop" if status == "completed" else status
-        return Parsed("".join(parts), finish, tools.finish(), "".join(thoughts))
-    texts, thoughts = [], []
-    for i, b in enumerate(doc.get("content") or ()):
-        if not isinstance(b, dict):
-            continue
-        if b.get("type") == "text":
-            texts.append(b.get("text", ""))
-        elif b.get("type") == "thinking":
-            thoughts.append(b.get("thinking", ""))
-        elif b.get("type") == "tool_use":
-            tools.piece(i, id=b.get("id"), name=b.get("name"), start_input=b.get("input"))
-    return Parsed("".join(texts), doc.get("stop_reason"), tools.finish(), "".join(thoughts))
+    reader.body = text
+    reader._api.read_document(doc, reader)
+    return reader.parsed()
+
+
+@dataclass
+class _DocumentReader(StreamReader):
+    """The sink of a whole document: a malformed one is named with its first bytes."""
+
+    body: str = ""
+
+    def malformed(self, message: str) -> NoReturn:
+        raise MalformedEvent(f"{message}: {self.body[:120]!r}")
 
 
 def _unclosed(text: str) -> bool:

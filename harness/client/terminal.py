@@ -1,7 +1,7 @@
 """Terminal-marker rules for the stream reader: how each API's stream ends, what is
 keep-alive, what is an in-band error.
 
-A small pure module (no I/O, no SDK). The marker tables are ``markers.py``'s (shared
+A small pure module (no I/O, no SDK). The marker rules are each API module's (``harness.apis``) (shared
 with the ``harness.guard`` transport, which classifies items without parsing them);
 this module adds what a reader that parses payloads needs on top. Rules, matched against the official SDKs' own stream
 parsers (``openai._streaming.Stream``, ``anthropic._streaming.Stream``) by the
@@ -29,12 +29,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.apis import api_for
 from harness.client.markers import DONE, is_done
-from harness.vocab.apis import KEEPALIVE_EVENTS, TERMINAL_EVENTS, TERMINAL_MARKERS
 
 __all__ = [
     "DONE",
-    "TERMINAL_EVENTS",
     "error_status",
     "is_done",
     "is_keepalive_event",
@@ -57,12 +56,12 @@ _STATUS = {
 
 def marker(api: str) -> str:
     """What a complete ``api`` stream ends with (for error messages)."""
-    return TERMINAL_MARKERS[api]
+    return api_for(api).terminal_marker
 
 
 def is_keepalive_event(api: str, kind: str) -> bool:
     """An event that is keep-alive traffic for ``api`` (Anthropic's ``ping``)."""
-    return kind in KEEPALIVE_EVENTS.get(api, ())
+    return kind in api_for(api).keepalive_events
 
 
 def error_status(err: Any) -> int:

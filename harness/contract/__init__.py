@@ -12,14 +12,16 @@ judged. Three steps, each its own module:
 - :mod:`harness.contract.verdict`: the pure judgement of one case's :class:`Facts`
   against a contract: ``pass`` (the complete reply, every check clean), ``safe`` (a
   clean typed error where the contract allows one, every check clean) or ``fail``,
-  with the failed checks named (:data:`CHECKS`).
+  with the failed checks named (:data:`CHECKS`, the registry of
+  :mod:`harness.contract.checks`: one module per check).
 
 Not here: running the case (``harness.runner``) or the expectation (``harness.outcome``).
 """
 
 from harness.contract.derive import Contract, contract_for
+from harness.contract.facts import Facts
 from harness.contract.spec import ContractSpec
-from harness.contract.verdict import CHECKS, VERDICTS, Facts, Verdict, judge
+from harness.contract.verdict import CHECKS, VERDICTS, Verdict, judge
 
 __all__ = [
     "CHECKS",

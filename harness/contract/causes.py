@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.apis import APIS
 from harness.record.redact import redact_text
-from harness.vocab.apis import APIS
 
 __all__ = [
     "MAX_CHAIN",

@@ -201,8 +201,5 @@ def _mode(scenario: Scenario) -> str | None:
     if backend == "relay":
         mode = getattr(getattr(network, "relay", None), "mode", None)
         return "waiting" if mode in _SILENT_RELAY_MODES else None
-    silent = any(
-        r.fault.action.name == "hang" and getattr(r.fault.action, "duration_s", None) is None
-        for r in scenario.script.rules
-    )
+    silent = any(r.fault.action.silent_peer() for r in scenario.script.rules)
     return "waiting" if silent else None

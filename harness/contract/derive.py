@@ -85,7 +85,7 @@ class Contract:
 def contract_for(scenario: Scenario) -> Contract:
     """The scenario's contract: derived defaults, then its ``[contract]`` overrides."""
     rules = scenario.script.rules
-    statuses = [r.fault.action for r in rules if r.fault.action.name == "status"]
+    statuses = [r.fault.action for r in rules if r.fault.action.answers_status]
     no_retry = any(getattr(a, "code", None) in NON_RETRYABLE_STATUSES for a in statuses)
     retry_after = [a.retry_after_s for a in statuses if getattr(a, "retry_after_s", None)]
     calls = scenario.request.calls

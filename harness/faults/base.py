@@ -158,6 +158,16 @@ class Action:
     #: action in front of a fault server closing (``fin``) at the rule's phase; the
     #: fault server itself rejects them. None: the fault server plays it.
     relay_mode: ClassVar[str | None] = None
+    #: True when the action answers the request with an HTTP error status (its ``code``,
+    #: and a ``Retry-After`` where it sends one): the contract reads those, and a retry
+    #: after such an answer must wait it out.
+    answers_status: ClassVar[bool] = False
+
+    def silent_peer(self) -> bool:
+        """True when the peer, as the client sees it, goes silent and stays so until the
+        client gives up (no FIN, no RST, no bytes): a dead peer the transport itself must
+        notice (``harness.contract.dead_peer``)."""
+        return False
 
     def scaled(self, k: float) -> Action:
         """A copy with every ``*_s`` duration multiplied by ``k`` (None stays None)."""

@@ -41,6 +41,7 @@ TRAITS = {
     "terminal": "the response never completes normally after it fires",
     "ends_body_cleanly": "ends the body cleanly where it fires",
     "fires_at_end": "a payload edit: fires after the last unit it kept",
+    "answers_status": "answers with an HTTP error status (the contract reads its code and wait)",
 }
 
 # Values no parameter accepts: the action's own check names what it allows instead.

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.apis import api_for
 from harness.client.settings import DEFAULT_RETRY_AFTER_MAX_S
 from harness.faults import ACTIONS, PHASE_KINDS, FaultSpecError
 from harness.faults.base import Action
@@ -66,11 +67,6 @@ _BYTES = (1, 4096)
 _BACKEND = "server"
 #: A representative request per API (the body shapes the plan, not the reply text).
 _PROMPT = [{"role": "user", "content": "Answer with a few words."}]
-_BODIES: Mapping[str, Mapping[str, Any]] = {
-    "chat": {"model": "test-model", "messages": _PROMPT},
-    "responses": {"model": "test-model", "input": _PROMPT},
-    "messages": {"model": "test-model", "max_tokens": 256, "messages": _PROMPT},
-}
 
 
 @dataclass(frozen=True)
@@ -126,7 +122,7 @@ def dialects_for(api: str) -> tuple[str | None, ...]:
 @functools.cache
 def plan_shape(api: str, stream: bool, reply: str, dialect: str | None, events: int) -> PlanShape:
     """The fault server's own healthy plan for this request shape."""
-    body: dict[str, Any] = {**_BODIES[api], "stream": stream}
+    body: dict[str, Any] = {**api_for(api).request_template(_PROMPT), "stream": stream}
     if reply in TOOL_REPLY_SHAPES:  # as the job offers it: the server calls offered tools
         body["tools"] = tools_for_api([DEFAULT_TOOL_SPEC], api)
     plan = plan_reply(api, body, events=events, shape=reply, dialect=dialect)

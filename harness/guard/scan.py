@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from harness.client.markers import DONE, KEEPALIVE_EVENTS, TERMINAL_EVENTS
+from harness.apis import api_for
+from harness.client.markers import DONE
 
 __all__ = ["one_event"]
 
@@ -36,12 +37,14 @@ _CHAT_DONE = _CHAT_DATA + DONE.encode()
 
 @functools.cache
 def one_event(api: str) -> Callable[[bytes], str | None]:
-    """The fast recogniser for ``api`` (``chat``, ``responses``, ``messages``)."""
-    if api == "chat":
+    """The fast recogniser for ``api`` (``chat``, ``responses``, ``messages``): by the
+    data line when the API's marker is one (chat), else by the event's name."""
+    spec = api_for(api)
+    if spec.marker_in_data:
         return _chat
     return _named(
-        frozenset(n.encode() for n in TERMINAL_EVENTS[api]),
-        frozenset(n.encode() for n in KEEPALIVE_EVENTS[api]),
+        frozenset(n.encode() for n in spec.terminal_events),
+        frozenset(n.encode() for n in spec.keepalive_events),
     )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.apis import api_for, api_of_path
 from harness.client.deadlines import Deadline
 from harness.client.errors import (
     HarnessError,
@@ -46,7 +47,6 @@ from harness.client.settings import ClientSettings
 from harness.client.tokens import AttemptToken, error_for_deadline
 from harness.guard.scan import one_event
 from harness.sse import SSEDecoder
-from harness.vocab.apis import TERMINAL_MARKERS, api_of_path
 from harness.vocab.statuses import is_retryable_status
 
 __all__ = ["Watch"]
@@ -137,7 +137,7 @@ class Watch:
             assert self.api is not None
             return TruncatedStream(
                 f"{self.api} stream ended after {self.events} events without"
-                f" {TERMINAL_MARKERS[self.api]}",
+                f" {api_for(self.api).terminal_marker}",
                 attempt=self.attempt,
                 elapsed_s=elapsed_s,
             )

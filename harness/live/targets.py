@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.apis import default_of
 from harness.environment import read_environment
 from harness.live.budget import run_sequences
 from harness.live.cases import (
@@ -149,10 +150,10 @@ def _run_sequence(
     from harness.targets.runtime.process import ChildFailed, TargetProcess
 
     # Chat where the target speaks it, else its first API (an Anthropic-only client).
-    apis = load_target(target).apis or ("chat",)
+    apis = load_target(target).apis or ()
     job = Job(
         base_url=config.base_url,
-        api="chat" if "chat" in apis else apis[0],
+        api=default_of(apis),
         stream=seq.stream,
         messages=({"role": "user", "content": echo_prompt(seq.word)},),
         model=config.model,

@@ -37,9 +37,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.apis import api_of_path
 from harness.posture.facts import UNKNOWN, SocketPosture
 from harness.posture.sampler import Posture
-from harness.vocab.apis import api_of_path
 
 __all__ = [
     "CARRIED",

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.apis import TERMINAL_MARKERS
 from harness.faults import Action, FaultScript, FaultSpecError, Phase
 from harness.faults.units import Unit, event_name
 from harness.record.cursor import StreamCursor
 from harness.server.apis import edit_plan
-from harness.vocab.apis import TERMINAL_MARKERS
 
 __all__ = ["UnitEditor", "check_script", "is_payload"]
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import h11
 
+from harness.apis import API_BY_PATH
 from harness.record.cassette import SUFFIX, Cassette, Chunk, write_cassette
 from harness.record.redact import (
     mask_secrets,
@@ -45,7 +46,6 @@ from harness.record.upstream import HOP_BY_HOP, Upstream, UpstreamError
 from harness.record.writer import ResponseHead, UpstreamBroken, write_stream
 from harness.server.apis import error_body
 from harness.server.wire import Exchange, write_simple
-from harness.vocab.apis import API_BY_PATH
 
 __all__ = ["CassetteRecorder", "ProxySource"]
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import h11
 
+from harness.apis import API_BY_PATH
 from harness.faults import FaultScript
 from harness.record.cassette import Cassette, read_cassettes
 from harness.record.cursor import StreamCursor
@@ -34,7 +35,6 @@ from harness.record.writer import ResponseHead, write_stream
 from harness.server.apis import error_body
 from harness.server.wire import Exchange, write_simple
 from harness.sse import Event, SSEDecoder
-from harness.vocab.apis import API_BY_PATH
 
 __all__ = ["ReplaySource", "load_replay_source", "replay_length", "reply_text"]
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.contract.check import checks
+
 __all__ = [
     "OUTCOME_CHECKS",
     "accepted_variation",
@@ -36,17 +38,9 @@ __all__ = [
 
 Side = Any  # harness.report.diff.CaseSide
 
-#: The contract checks the outcome alone decides (``harness.contract.verdict``): a move
-#: between two accepted outcomes flips these by itself.
-OUTCOME_CHECKS = frozenset(
-    {
-        "complete_reply",
-        "clean_error",
-        "honest_reply",
-        "no_false_kill",
-        "no_truncated_tool_execution",
-    }
-)
+#: The contract checks the outcome alone decides (``Check.by_outcome`` in the registry,
+#: ``harness.contract.checks``): a move between two accepted outcomes flips these by itself.
+OUTCOME_CHECKS = frozenset(c.name for c in checks() if c.by_outcome)
 
 
 def accepted_variation(base: Side, head: Side) -> bool:

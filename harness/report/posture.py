@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.apis import api_of_path
 from harness.posture.carried import carried_counts, judged
 from harness.posture.facts import UNKNOWN, SocketPosture, describe, notice_bound, worst_bound
-from harness.vocab.apis import api_of_path
 
 __all__ = ["connection_lines", "posture_note", "target_postures"]
 

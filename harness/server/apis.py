@@ -4,8 +4,8 @@ Given a parsed request body and the script's reply settings, :func:`plan_reply`
 returns a :class:`ReplyPlan`: the exact body units (SSE events, or one JSON document
 for a non-streamed call) of a *healthy* reply, in order, each with a kind tag. The
 body writer sends these units and injects faults between or inside them; payload
-faults edit them first. The builders are ``payloads/chat.py``, ``payloads/responses.py``
-and ``payloads/messages.py``; dialect profiles (``dialects.py``) vary them benignly.
+faults edit them first. The builders are each API's module (``harness.apis``: ``chat.py``,
+``responses.py``, ``messages.py``); dialect profiles (``dialects.py``) vary them benignly.
 
 What a reply carries (``FaultScript.reply``)::
 
@@ -62,6 +62,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.apis import Api, api_for, error_document
+from harness.apis.base import COMMENT
+from harness.apis.lineage import Conversation
+from harness.apis.payload import BuildInput, Content, ToolCall, splice
 from harness.replies import (
     fragments,
     reasoning_deltas,
@@ -70,9 +74,6 @@ from harness.replies import (
     schema_arguments,
     seed_for_request,
 )
-from harness.server.lineage import Conversation
-from harness.server.payloads import chat, messages, responses
-from harness.server.payloads.common import BuildInput, Content, ToolCall, splice
 from harness.sse import encode_comment
 from harness.vocab.dialects import dialect_for
 
@@ -82,7 +83,6 @@ __all__ = [
     "ReplyPlan",
     "error_body",
     "models_body",
-    "offered_tools",
     "plan_reply",
     "reply_words",
 ]
@@ -90,22 +90,9 @@ __all__ = [
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"
-_COMMENT = encode_comment("keepalive")
+_COMMENT = COMMENT
 #: ``created`` of every reply: fixed per process so equal requests get equal bytes.
 CREATED = int(time.time())
-_BUILDERS = {"chat": chat.build, "responses": responses.build, "messages": messages.build}
-#: responses' reader also takes the request's seed (its reply's id)
-_READERS = {"chat": chat.conversation, "messages": messages.conversation}
-_ERROR_EVENTS = {
-    "chat": chat.error_event,
-    "responses": responses.error_event,
-    "messages": messages.error_event,
-}
-_MALFORMED = {
-    "chat": (b"data: ", b"\n\n"),
-    "responses": (b"event: response.output_text.delta\ndata: ", b"\n\n"),
-    "messages": (b"event: content_block_delta\ndata: ", b"\n\n"),
-}
 
 
 @dataclass(frozen=True)
@@ -121,7 +108,7 @@ class ReplyPlan:
     malformed_prefix: bytes
     malformed_suffix: bytes
     headers: tuple[str, ...] = ()
-    #: one kind per unit (``payloads.common.KINDS``): open, reasoning, text, tool_args, ...
+    #: one kind per unit (``harness.apis.payload.KINDS``): open, reasoning, text, tool_args, ...
     kinds: tuple[str, ...] = ()
     #: unit index -> (tool call index, fragment, template head, template tail)
     fragments: Mapping[int, tuple[int, str, bytes, bytes]] = field(default_factory=dict)
@@ -138,9 +125,8 @@ class ReplyPlan:
         (messages), or a JSON-legal space (non-stream bodies)."""
         if not self.stream:
             return b" "
-        if self.api == "messages":
-            return messages.PING
-        return encode_comment(comment)
+        unit = api_for(self.api).keepalive_unit
+        return encode_comment(comment) if unit == _COMMENT else unit
 
     def comment(self, text: str) -> bytes:
         """One SSE comment line (a provider's "processing" notice), never counted."""
@@ -148,7 +134,7 @@ class ReplyPlan:
 
     def error_event(self, kind: str, message: str) -> bytes:
         """This API's in-band error event (``kind``: overloaded, rate_limit, server_error)."""
-        return self._nl(_ERROR_EVENTS[self.api](kind, message))
+        return self._nl(api_for(self.api).error_event(kind, message))
 
     def with_fragment(self, index: int, text: str) -> bytes:
         """Tool-argument unit ``index`` re-encoded to carry ``text`` instead."""
@@ -160,16 +146,14 @@ class ReplyPlan:
 
 
 def conversation_of(api: str, body: Mapping[str, Any]) -> Conversation:
-    """The conversation ``body`` carries, read by ``api``'s reader (``payloads``)."""
-    if api == "responses":
-        return responses.conversation(body, seed_for_request(dict(body)))
-    return _READERS[api](body)
+    """The conversation ``body`` carries, read by ``api``'s module (``harness.apis``)."""
+    return api_for(api).conversation(body, seed_for_request(dict(body)))
 
 
 def edit_plan(api: str, *, stream: bool, kinds: tuple[str, ...], newline: bytes) -> ReplyPlan:
     """A plan with no units of its own, for payload edits on units that came from
     elsewhere (a proxied or recorded stream, ``harness.record.edits``)."""
-    prefix, suffix = _MALFORMED[api]
+    prefix, suffix = api_for(api).frame
     return ReplyPlan(
         api=api,
         stream=stream,
@@ -206,20 +190,21 @@ def plan_reply(
     tool: str | None = None,
 ) -> ReplyPlan:
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
+    spec = api_for(api)
     seed = seed_for_request(dict(body))
     carried = _content(
-        body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
+        spec, body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
     )
     profile = dialect_for(dialect, api)
     given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
-    built = _BUILDERS[api](given)
+    built = spec.build(given)
     stream = given.stream
     units = built.units
     newline = profile.newline.encode()
     if stream and newline != b"\n":
         units = [u.replace(b"\n", newline) for u in units]
-    keepalive = (messages.PING if api == "messages" else _COMMENT) if stream else b" "
-    prefix, suffix = _MALFORMED[api] if stream else (b"", b"")
+    keepalive = spec.keepalive_unit if stream else b" "
+    prefix, suffix = spec.frame if stream else (b"", b"")
     expected = carried.text + "".join(
         render_tool_call(c.name, c.arguments) for c in carried.tool_calls
     )
@@ -240,23 +225,13 @@ def plan_reply(
 
 
 def error_body(api: str | None, code: int, message: str, *, err_type: str | None = None) -> bytes:
-    """An error document: OpenAI's ``{"error": {message, type, code}}``, or Anthropic's
-    ``{"type": "error", "error": {type, message}}`` for the messages API."""
+    """An error document in ``api``'s shape (:meth:`harness.apis.base.Api.error_document`:
+    OpenAI's ``{"error": {message, type, code}}``, Anthropic's ``{"type": "error",
+    "error": {type, message}}`` for the messages API)."""
     kind = err_type or _ERROR_TYPES.get(
         code, "server_error" if code >= 500 else "invalid_request_error"
     )
-    if api == "messages":
-        doc: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-    else:
-        doc = {
-            "error": {
-                "message": message,
-                "type": kind,
-                "param": None,
-                "code": _ERROR_CODES.get(code, str(code)),
-            }
-        }
-    return _dumps(doc)
+    return _dumps(error_document(api, kind, message, _ERROR_CODES.get(code, str(code))))
 
 
 def models_body() -> bytes:
@@ -293,6 +268,7 @@ _ERROR_CODES = {
 
 
 def _content(
+    spec: Api,
     body: Mapping[str, Any],
     seed: str,
     shape: str,
@@ -311,8 +287,8 @@ def _content(
         return Content(deltas)
     if shape == "reasoning":
         return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
-    offered = offered_tools(body)
-    if not offered or _has_tool_result(body):
+    offered = spec.offered_tools(body)
+    if not offered or spec.carries_tool_result(body):
         return Content(deltas)  # nothing to call, or the agent ran it: the model answers
     name, schema = next(((n, p) for n, p in offered if n == tool), offered[0])
     calls = 2 if shape == "parallel_tool_calls" else 1
@@ -323,41 +299,6 @@ def _content(
             ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
         )
     return Content([], tool_calls=tool_calls)
-
-
-def offered_tools(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The function tools a request offers, (name, parameters schema) in order: chat
-    ``{type: function, function: {name, parameters}}``, Responses ``{type: function,
-    name, parameters}``, Anthropic ``{name, input_schema}``."""
-    out = []
-    for tool in body.get("tools") or ():
-        if not isinstance(tool, Mapping):
-            continue
-        fn = tool.get("function")
-        spec = fn if isinstance(fn, Mapping) else tool
-        name = spec.get("name")
-        if isinstance(name, str) and name:
-            out.append((name, spec.get("parameters", spec.get("input_schema"))))
-    return out
-
-
-def _has_tool_result(body: Mapping[str, Any]) -> bool:
-    """Does the request carry a tool's result (chat ``role: tool``, Responses
-    ``function_call_output``, Anthropic ``tool_result`` block)?"""
-    items = body.get("messages") or body.get("input") or ()
-    if not isinstance(items, list):
-        return False
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        if item.get("role") == "tool" or item.get("type") == "function_call_output":
-            return True
-        content = item.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
-        ):
-            return True
-    return False
 
 
 def _dumps(doc: Any) -> bytes:

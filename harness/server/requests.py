@@ -28,15 +28,15 @@ from typing import Any
 
 import h11
 
+from harness.apis import api_at, api_for, names
+from harness.apis.lineage import Conversation, place
 from harness.faults import FaultScript
 from harness.server.apis import conversation_of, error_body, models_body, plan_reply
 from harness.server.body import write_reply
 from harness.server.connection import Connection
-from harness.server.lineage import Conversation, place
 from harness.server.reading import MAX_BODY_BYTES, Head, read_body
 from harness.server.timeline import RequestRecord, Timeline
 from harness.server.wire import Exchange, RequestSite, write_simple
-from harness.vocab.apis import API_BY_PATH, APIS
 
 __all__ = ["Request", "answer"]
 
@@ -63,7 +63,7 @@ class Request:
 async def answer(req: Request) -> tuple[bool, Exchange | None]:
     """Answer one request; (keep the connection?, idle-phase exchange or None)."""
     conn, record, path = req.conn, req.record, req.head.path
-    api = API_BY_PATH.get(path, "models" if path == "/v1/models" else "unknown")
+    api = api_at(path) or ("models" if path == "/v1/models" else "unknown")
     rule = req.script.rule_for(
         path=path,
         attempt=req.attempt,
@@ -90,7 +90,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
         f"req_{req.index}",
         req.head.keep_alive,
         req.record_many,
-        req.holds if api in APIS else None,
+        req.holds if api in names() else None,
     )
     add_record = _once(req, api, str(fault) if fault is not None else None)
 
@@ -184,7 +184,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
                 conn, 200, models_body(), keep_alive=req.head.keep_alive, record=record
             )
             return req.head.keep_alive, idle
-        code = 405 if path in API_BY_PATH or path == "/v1/models" else 404
+        code = 405 if api_at(path) is not None or path == "/v1/models" else 404
         message = (
             f"{req.head.method} {path} is not a route of this server"
             if code == 404
@@ -246,7 +246,7 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
 
 
 def _parse_json(method: str, api: str, body: bytes) -> tuple[Any, str | None]:
-    if method != "POST" or api not in APIS:
+    if api not in names() or method != api_for(api).method:
         return None, None
     try:
         doc = json.loads(body.decode("utf-8")) if body else None

@@ -3,16 +3,15 @@
 One module per vocabulary; every other module imports its names from here and never
 writes them out again (the import contract puts this package under every other layer)::
 
-    apis.py       the provider APIs: name, request path, terminal and keep-alive events
     dialects.py   the dialect profiles of real servers and which APIs each one speaks
     statuses.py   the HTTP statuses a retry can fix, and those it cannot
     deadlines.py  the reference stack's deadline settings, by name
 
-Where to add one (one edit in one module): an API is one :class:`~harness.vocab.apis.Api`
-row in ``apis.API_TABLE``; a dialect is one entry of ``dialects.PROFILES`` (its ``apis``
+Where to add one (one edit in one module): a dialect is one entry of ``dialects.PROFILES`` (its ``apis``
 field says which APIs it shapes); a retryable status is one number in
 ``statuses.RETRYABLE_STATUSES``. A fault action's traits are not here: they are class
-attributes of the action (``harness.faults.base.Action``).
+attributes of the action (``harness.faults.base.Action``); an API's are its module's
+(``harness.apis``).
 
 This package imports nothing from the rest of ``harness``.
 """

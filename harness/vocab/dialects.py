@@ -7,7 +7,7 @@ server's payload builders read the knobs. Adding a dialect is one entry of
 
 Each profile is a set of *benign* variations a correct client must accept, taken from
 the provider's public documentation and from the official SDKs' own test fixtures
-(sources cited per profile). The payload builders (``payloads/``) read the knobs; a
+(sources cited per profile). The payload builders (``harness.apis.<api>.build``) read the knobs; a
 profile changes nothing a client should act on: text, tool calls, reasoning and the
 finish reason stay the same, only optional fields, empty or usage-only chunks, comment
 lines and event framing differ. ``REFERENCE`` is the shape the server sent before

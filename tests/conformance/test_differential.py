@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.apis import APIS
 from harness.client.errors import TruncatedStream
 from harness.faults import REPLY_SHAPES
 from harness.server.apis import plan_reply
-from harness.vocab.apis import APIS
 from harness.vocab.dialects import DIALECT_APIS
 from tests.conformance.oracles import reference, sdk
 

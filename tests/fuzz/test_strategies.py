@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.apis import APIS
 from harness.faults import ACTIONS, fault_from_dict
 from harness.fuzz.space import action_spaces, dialects_for, plan_shape
 from harness.fuzz.strategies import EVENTS, scenario_data, scenario_name
 from harness.scenario import scenario_from_dict
-from harness.vocab.apis import APIS
 
 pytestmark = pytest.mark.timeout(120)
 

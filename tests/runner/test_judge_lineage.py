@@ -1,4 +1,4 @@
-"""The judge counts per model call: a request's lineage (``harness.server.lineage``)
+"""The judge counts per model call: a request's lineage (``harness.apis.lineage``)
 says whether it retries a call or begins one. Hand-made observations, judged as the
 runner judges them."""
 

@@ -442,10 +442,16 @@ def test_worker_left_holding_a_socket_and_a_stray_request_are_flagged(server):
 def test_client_attempts_and_late_requests_from_a_report():
     from types import SimpleNamespace
 
-    from harness.judge import _client_attempts, _late_requests
+    from harness.contract.observation import ChildReport
+    from harness.judge import _late_requests
+
+    def _client_attempts(report, *, calls):
+        child = ChildReport.parse(report)
+        return None if child is None else child.claimed_attempts(calls=calls)
 
     assert _client_attempts({"status": "returned", "attempts": 3}, calls=2) == 3
     assert _client_attempts({"status": "returned"}, calls=1) is None
+    assert _client_attempts({"status": "returned", "attempts": True}, calls=1) is None
     raised = {"status": "raised", "attempt_errors": ["A", "B", "C"], "attempt": 3}
     assert _client_attempts(raised, calls=1) == 3
     assert _client_attempts({"status": "raised", "attempt": 1}, calls=1) == 1

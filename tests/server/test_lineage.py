@@ -1,4 +1,4 @@
-"""The pure lineage function (``harness.server.lineage.place``) on hand-written bodies
+"""The pure lineage function (``harness.apis.lineage.place``) on hand-written bodies
 of each API, read by the per-API readers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.apis.lineage import Conversation, Lineage, place
 from harness.server.apis import conversation_of
-from harness.server.lineage import Conversation, Lineage, place
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,5 +1,5 @@
 """Lineage against real clients: the official SDKs talk to the fault server, which places
-each request in its conversation (``harness.server.lineage``) -- a retry (the openai
+each request in its conversation (``harness.apis.lineage``) -- a retry (the openai
 SDK's own retry on a 500), a continuation by each API's tool-result form and by text,
 and a new conversation."""
 

@@ -20,6 +20,9 @@ class Hang(Action):
     def __post_init__(self) -> None:
         check_duration("duration_s", self.duration_s, optional=True)
 
+    def silent_peer(self) -> bool:
+        return self.duration_s is None  # held until the peer goes: silent as a dead peer
+
     async def fire(self, site: Site) -> None:
         deadline = None if self.duration_s is None else site.now() + self.duration_s
         gone = await site.conn.wait_gone(deadline)

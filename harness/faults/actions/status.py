@@ -34,6 +34,7 @@ class Status(Action):
 
     name: ClassVar[str] = "status"
     phases: ClassVar[tuple[str, ...]] = ("accept", "request")
+    answers_status: ClassVar[bool] = True
     code: int = 500
     message: str = "injected error"
     body: str | None = None

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.apis import LLM_PATHS
 from harness.faults import FaultSpecError
-from harness.vocab.apis import LLM_PATHS
 
 __all__ = ["TRIGGERS", "Trigger", "parse_trigger", "wait_for_trigger"]
 

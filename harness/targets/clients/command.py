@@ -57,12 +57,12 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from harness.apis import APIS
 from harness.foreground import alive
 from harness.replies import render_tool_call
 from harness.targets import COMMAND_PREFIX
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
-from harness.targets.clients.command_protocol import parse_output, timing_env
-from harness.vocab.apis import APIS
+from harness.targets.clients.command_protocol import CommandError, parse_output, timing_env
 
 __all__ = [
     "COMMAND_PREFIX",
@@ -194,7 +194,13 @@ class CommandTarget(Target):
         said: list[int | None] = []
 
         def once() -> str:
-            text, attempts = self._run_once(job, log)
+            try:
+                text, attempts = self._run_once(job, log)
+            except CommandError as exc:  # its count covers the job's earlier calls too
+                known = [a for a in said if a is not None]
+                if exc.attempt is not None:
+                    exc.attempt = exc.attempt + sum(known) if len(known) == len(said) else None
+                raise
             said.append(attempts)
             return text
 

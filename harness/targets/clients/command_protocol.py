@@ -54,6 +54,9 @@ class CommandError(Exception):
 
     deadline: str | None = None
     returncode: int | None = None
+    #: The requests the program said it made (``HARNESS attempts``), read by the judge
+    #: for a raised call as for a returned one; None: it did not say.
+    attempt: int | None = None
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Said:
         exc = cls(message)
         exc.deadline = self.deadline
         exc.returncode = returncode
+        exc.attempt = self.attempts
         return exc
 
 

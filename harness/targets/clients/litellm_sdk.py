@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.replies import tools_for_api
+from harness.apis import api_for, chat, messages, pick
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
@@ -207,7 +207,8 @@ def close_cached_clients() -> int:
 def route(job: Job) -> dict[str, Any]:
     """``model`` and ``api_base`` for the job's API (see the module docstring)."""
     base = job.base_url.rstrip("/")
-    if job.api == "messages":
+    provider = pick({chat.API: "openai", messages.API: "anthropic"}, job.api, who="litellm")
+    if provider == "anthropic":  # LiteLLM's anthropic provider appends /v1/messages itself
         return {"model": f"anthropic/{job.model}", "api_base": base.removesuffix("/v1")}
     return {"model": f"openai/{job.model}", "api_base": base}
 
@@ -220,10 +221,10 @@ def _completion(job: Job, log: EventLog) -> tuple[str, str | None]:
         "api_key": job.api_key,
         "messages": [dict(m) for m in job.messages],
     }
-    if job.max_tokens is not None or job.api == "messages":
+    if job.max_tokens is not None or api_for(job.api).requires_max_tokens:
         kwargs["max_tokens"] = job.max_tokens or 1024  # the Messages API requires it
     if job.tools:  # OpenAI's form: LiteLLM converts it for the Messages API
-        kwargs["tools"] = tools_for_api(job.tools, "chat")
+        kwargs["tools"] = chat.API.tools(job.tools)
     if not job.stream:
         resp = litellm.completion(**kwargs)
         log.mark("response")

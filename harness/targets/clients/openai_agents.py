@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.apis import chat, pick, responses
 from harness.targets.base import (
     CallResult,
     EventLog,
@@ -89,7 +90,11 @@ def _run(job: Job, log: EventLog) -> CallResult:
         return "recorded"
 
     prompt = next((m["content"] for m in reversed(job.messages) if m["role"] == "user"), "")
-    model_cls = OpenAIChatCompletionsModel if job.api == "chat" else OpenAIResponsesModel
+    model_cls = pick(
+        {chat.API: OpenAIChatCompletionsModel, responses.API: OpenAIResponsesModel},
+        job.api,
+        who="openai-agents",
+    )
 
     async def new_client() -> Any:
         return AsyncOpenAI(base_url=job.base_url, api_key=job.api_key)

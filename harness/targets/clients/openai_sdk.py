@@ -13,9 +13,11 @@ Not here: any protection (that is the ``reference`` target).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from harness.replies import render_tool_call, render_tool_calls, tools_for_api
+from harness.apis import chat, pick, responses
+from harness.replies import render_tool_call, render_tool_calls
 from harness.targets.base import CallResult, EventLog, Job, follow_up
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
 from harness.targets.runtime.warmup import warm_up_target
@@ -41,7 +43,7 @@ class OpenAISDKTarget(SDKClientTarget):
 
     def one_call(self, client: Any, job: Job, log: EventLog) -> CallResult:
         """One call of the job on ``client``, consumed to its end."""
-        return _chat(client, job, log) if job.api == "chat" else _responses(client, job, log)
+        return _call_for(job)(client, job, log)
 
     def before_close(self, client: Any, job: Job, log: EventLog) -> None:
         follow_up(job, log, lambda url: _follow_up_call(client, job, url, log))
@@ -51,8 +53,12 @@ def _follow_up_call(client: Any, job: Job, base_url: str, log: EventLog) -> str:
     """One non-streamed call of the job's API through ``client``'s own HTTP client."""
     same = client.with_options(base_url=base_url)  # shares the connection pool
     quiet = dataclasses.replace(job, stream=False)
-    call = _chat if job.api == "chat" else _responses
-    return call(same, quiet, log).text
+    return _call_for(job)(same, quiet, log).text
+
+
+def _call_for(job: Job) -> Callable[[Any, Job, EventLog], CallResult]:
+    """The SDK surface that sends the job's API."""
+    return pick({chat.API: _chat, responses.API: _responses}, job.api, who="openai-sdk")
 
 
 def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
@@ -60,7 +66,7 @@ def _chat(client: Any, job: Job, log: EventLog) -> CallResult:
     if job.max_tokens is not None:
         kwargs["max_tokens"] = job.max_tokens
     if job.tools:
-        kwargs["tools"] = tools_for_api(job.tools, "chat")
+        kwargs["tools"] = chat.API.tools(job.tools)
     if not job.stream:
         resp = client.chat.completions.create(**kwargs)
         log.mark("response")
@@ -78,7 +84,7 @@ def _responses(client: Any, job: Job, log: EventLog) -> CallResult:
     if job.max_tokens is not None:
         kwargs["max_output_tokens"] = job.max_tokens
     if job.tools:
-        kwargs["tools"] = tools_for_api(job.tools, "responses")
+        kwargs["tools"] = responses.API.tools(job.tools)
     if not job.stream:
         resp = client.responses.create(**kwargs)
         log.mark("response")

@@ -1,14 +1,24 @@
-"""chat.completions: the chunk stream (or one ``chat.completion`` document)."""
+"""chat.completions: the chunk stream (or one ``chat.completion`` document), both roles.
+
+Writing: :func:`conversation` reads a request, :func:`build` a healthy reply's units,
+:func:`error_event` the in-band error chunk. Reading: :class:`Chat`'s fold (choices[0]'s
+delta: content, reasoning_content / reasoning, tool_calls by index; terminal
+``data: [DONE]``, any data starting with it, as the openai SDK's reader has it; a
+truthy ``"error"`` is an in-band provider error)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.lineage import Conversation, Turn, plain
-from harness.server.payloads.common import HOLE, BuildInput, Units, data_unit, dumps
+from harness.apis.base import Api, Sink, neutral_spec, tool_opts
+from harness.apis.lineage import Conversation, Turn, plain
+from harness.apis.payload import HOLE, BuildInput, Units, data_unit, dumps
 
-__all__ = ["build", "conversation"]
+__all__ = ["API", "DONE", "Chat", "build", "conversation", "error_event", "is_done"]
+
+#: The chat stream's end sentinel (and what some Responses servers send after the end).
+DONE = "[DONE]"
 
 
 def conversation(body: Mapping[str, Any]) -> Conversation:
@@ -146,3 +156,101 @@ def error_event(kind: str, message: str) -> bytes:
         kind, "server_error"
     )
     return data_unit({"error": {"message": message, "type": err_type, "code": code}})
+
+
+def is_done(data: str) -> bool:
+    """The ``[DONE]`` sentinel: any data that *starts* with it, as the openai SDK's
+    reader has it (``sse.data.startswith("[DONE]")``), so ``[DONE] `` ends the stream
+    and `` [DONE]`` (two spaces after ``data:``) does not."""
+    return data.startswith(DONE)
+
+
+class Chat(Api):
+    name = "chat"
+    route = "/chat/completions"
+    terminal_marker = DONE
+    marker_in_data = True
+
+    def kind(self, event: str, data: str) -> str:
+        return "terminal" if is_done(data) else "content"
+
+    def fold(self, event: str, data: str, sink: Sink) -> str:
+        if is_done(data):
+            sink.end()
+            return "content"
+        doc = sink.json(data)
+        if doc.get("error"):
+            sink.error(doc["error"])
+        text = ""
+        for choice in doc.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta, dict):
+                if isinstance(delta.get("content"), str):
+                    text += delta["content"]
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(thought, str):
+                    sink.add_reasoning(thought)
+                for pos, tc in enumerate(delta.get("tool_calls") or ()):
+                    if isinstance(tc, dict):
+                        fn = tc.get("function") or {}
+                        sink.tool(
+                            tc.get("index", pos),
+                            id=tc.get("id"),
+                            name=fn.get("name"),
+                            arguments=fn.get("arguments"),
+                        )
+            if choice.get("finish_reason"):
+                sink.finish(str(choice["finish_reason"]))
+        if text:
+            sink.add_text(text)
+        return "content"
+
+    def read_document(self, doc: dict[str, Any], sink: Sink) -> None:
+        choices = doc.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            # no choice is no answer: returning "" would call an empty reply complete
+            # (found by harness fuzz: drop_field choices on a non-streamed body)
+            sink.malformed(f"{self.name} body has no choices")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        for i, tc in enumerate(message.get("tool_calls") or ()):
+            fn = tc.get("function") or {}
+            sink.tool(i, id=tc.get("id"), name=fn.get("name"), final=fn.get("arguments"))
+        thought = message.get("reasoning_content") or message.get("reasoning") or ""
+        sink.add_text(str(message.get("content") or ""))
+        sink.add_reasoning(thought if isinstance(thought, str) else "")
+        sink.finish(choice.get("finish_reason"))
+
+    def conversation(self, body: Mapping[str, Any], seed: str) -> Conversation:
+        return conversation(body)
+
+    def build(self, given: BuildInput) -> Units:
+        return build(given)
+
+    def error_event(self, kind: str, message: str) -> bytes:
+        return error_event(kind, message)
+
+    def sdk_request(
+        self, sdk: Any, call: Any, *, api_key: str, extra: dict[str, Any], response_type: type
+    ) -> Any:
+        opts: dict[str, Any] = {"max_tokens": call.max_tokens} if call.max_tokens else {}
+        return sdk.chat.completions.with_streaming_response.create(
+            model=call.model,
+            messages=call.messages,
+            stream=call.stream,
+            **opts,
+            **tool_opts(call),
+            **extra,
+        )
+
+    def tools(self, tools: Any) -> list[dict[str, Any]]:
+        out = []
+        for t in tools:
+            spec, params = neutral_spec(t)
+            out.append({"type": "function", "function": {**spec, "parameters": params}})
+        return out
+
+
+API = Chat()

@@ -1,4 +1,11 @@
-"""Responses: the typed event stream (or one ``response`` document)."""
+"""Responses: the typed event stream (or one ``response`` document), both roles.
+
+Writing: :func:`conversation`, :func:`build`, :func:`error_event` (``response.failed``).
+Reading: :class:`Responses`' fold (output_text deltas, reasoning summary/text deltas,
+function_call items and their argument deltas; terminal response.completed or
+response.incomplete; response.failed and ``error`` are in-band provider errors; a
+``data: [DONE]`` after the terminal event ends the stream, as the openai SDK's reader
+has it)."""
 
 from __future__ import annotations
 
@@ -6,10 +13,12 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.lineage import Conversation, Turn, plain
-from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
+from harness.apis.base import Api, Sink, neutral_spec, tool_opts
+from harness.apis.chat import is_done
+from harness.apis.lineage import Conversation, Turn, plain
+from harness.apis.payload import HOLE, BuildInput, Units, dumps, named_unit
 
-__all__ = ["build", "conversation", "error_event", "reply_id"]
+__all__ = ["API", "Responses", "build", "conversation", "error_event", "reply_id"]
 
 #: Input item types and what they are in a conversation.
 _ITEM_KINDS = {
@@ -239,3 +248,127 @@ def error_event(kind: str, message: str) -> bytes:
         },
     }
     return named_unit("response.failed", doc)
+
+
+_REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+
+
+class Responses(Api):
+    name = "responses"
+    route = "/responses"
+    terminal_marker = "response.completed"
+    terminal_events = frozenset({"response.completed", "response.incomplete"})
+    frame = (b"event: response.output_text.delta\ndata: ", b"\n\n")
+
+    def fold(self, event: str, data: str, sink: Sink) -> str:
+        if is_done(data):
+            return "content"  # only after the terminal event is it an end (the reader's rule)
+        doc = sink.json(data)
+        kind = doc.get("type") or event or ""
+        if kind == "response.output_text.delta":
+            sink.add_text(str(doc.get("delta") or ""))
+        elif kind in _REASONING_DELTAS:
+            sink.add_reasoning(str(doc.get("delta") or ""))
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = doc.get("item") or {}
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                sink.tool(
+                    item.get("id") or doc.get("output_index"),
+                    id=item.get("call_id") or item.get("id"),
+                    name=item.get("name"),
+                    final=item.get("arguments") if kind.endswith(".done") else None,
+                )
+        elif kind == "response.function_call_arguments.delta":
+            sink.tool(doc.get("item_id") or doc.get("output_index"), arguments=doc.get("delta"))
+        elif kind == "response.function_call_arguments.done":
+            sink.tool(doc.get("item_id") or doc.get("output_index"), final=doc.get("arguments"))
+        elif kind == "response.completed":
+            sink.end()
+            sink.finish("stop")
+            _final_text(doc.get("response"), sink)
+        elif kind == "response.incomplete":
+            details = (doc.get("response") or {}).get("incomplete_details") or {}
+            sink.end()
+            sink.finish(str(details.get("reason") or "incomplete"))
+        elif kind in ("response.failed", "error"):
+            err = (
+                (doc.get("response") or {}).get("error")
+                if kind == "response.failed"
+                else doc.get("error", doc)
+            )
+            sink.error(err or doc)
+        elif doc.get("error"):
+            sink.error(doc["error"])  # as the openai SDK does for any event
+        return "content"
+
+    def read_document(self, doc: dict[str, Any], sink: Sink) -> None:
+        for item in doc.get("output") or ():
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                sink.tool(
+                    item.get("id"),
+                    id=item.get("call_id"),
+                    name=item.get("name"),
+                    final=item.get("arguments"),
+                )
+            for c in item.get("content") or ():
+                if isinstance(c, dict) and c.get("type") == "output_text":
+                    sink.add_text(c.get("text", ""))
+            for c in item.get("summary") or ():
+                if isinstance(c, dict):
+                    sink.add_reasoning(c.get("text", ""))
+        status = doc.get("status")
+        sink.finish("stop" if status == "completed" else status)
+
+    def conversation(self, body: Mapping[str, Any], seed: str) -> Conversation:
+        return conversation(body, seed)
+
+    def build(self, given: BuildInput) -> Units:
+        return build(given)
+
+    def error_event(self, kind: str, message: str) -> bytes:
+        return error_event(kind, message)
+
+    def sdk_request(
+        self, sdk: Any, call: Any, *, api_key: str, extra: dict[str, Any], response_type: type
+    ) -> Any:
+        opts = {"max_output_tokens": call.max_tokens} if call.max_tokens else {}
+        return sdk.responses.with_streaming_response.create(
+            model=call.model,
+            input=call.messages,
+            stream=call.stream,
+            **opts,
+            **tool_opts(call),
+            **extra,
+        )
+
+    def tools(self, tools: Any) -> list[dict[str, Any]]:
+        out = []
+        for t in tools:
+            spec, params = neutral_spec(t)
+            out.append({"type": "function", **spec, "parameters": params})
+        return out
+
+    def request_template(self, prompt: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": "test-model", "input": prompt}
+
+
+def _final_text(response: Any, sink: Sink) -> None:
+    """The text ``response.completed`` carries is the answer, as the openai SDK's
+    ``get_final_response()`` has it: deltas that arrived reordered, duplicated or
+    short (their ``sequence_number``s say so) do not change it. Without any output
+    text there (some gateways send an empty ``output``), the deltas stand."""
+    output = response.get("output") if isinstance(response, dict) else None
+    texts = [
+        c.get("text")
+        for item in output or ()
+        if isinstance(item, dict) and item.get("type") == "message"
+        for c in item.get("content") or ()
+        if isinstance(c, dict) and c.get("type") == "output_text"
+    ]
+    if texts and all(isinstance(t, str) for t in texts):
+        sink.replace_text("".join(texts))
+
+
+API = Responses()

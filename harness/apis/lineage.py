@@ -1,6 +1,6 @@
 """Where one LLM request sits in its conversation: a retry, a continuation, or new.
 
-Pure and sans-IO: the per-API readers (``payloads/<api>.py``: ``conversation``) turn a
+Pure and sans-IO: the per-API readers (``harness.apis.<api>``: ``conversation``) turn a
 request body into a :class:`Conversation` -- its turns in order (system, user,
 assistant, tool calls, tool results, each the item as sent, cache marks dropped) and
 the tools it offers --
@@ -18,7 +18,7 @@ The judge counts per model call from this (``harness.judge``): every request but
 retry begins one. The evidence -- which earlier request, what was appended -- goes to
 the timeline (``request_shape``) and the request's record.
 
-Not here: reading bodies (``payloads``), judging (``harness.judge``).
+Not here: reading bodies (each API's module), judging (``harness.judge``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""Anthropic Messages: the typed event stream (or one ``message`` document)."""
+"""Anthropic Messages: the typed event stream (or one ``message`` document), both roles.
+
+Writing: :func:`conversation`, :func:`build`, :func:`error_event`, the ``ping``
+keep-alive. Reading: :class:`Messages`' fold (content_block_delta: text_delta,
+thinking_delta, input_json_delta by block index; ``ping`` is keep-alive; terminal
+message_stop; ``error`` is an in-band provider error, overloaded_error retryable). The
+error document is Anthropic's ``{"type": "error", "error": {type, message}}``; the
+reference client sends it with the openai SDK's ``post`` (raw response)."""
 
 from __future__ import annotations
 
@@ -6,10 +13,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.server.lineage import Conversation, Turn, plain
-from harness.server.payloads.common import HOLE, BuildInput, Units, dumps, named_unit
+from harness.apis.base import Api, Sink, neutral_spec, tool_opts
+from harness.apis.lineage import Conversation, Turn, plain
+from harness.apis.payload import HOLE, BuildInput, Units, dumps, named_unit
 
-__all__ = ["PING", "build", "conversation", "error_event"]
+__all__ = ["API", "PING", "Messages", "build", "conversation", "error_event"]
+
+_RAW_HEADER = "X-Stainless-Raw-Response"  # the SDK's own switch for an unread raw response
+_ANTHROPIC_VERSION = "2023-06-01"
 
 
 def conversation(body: Mapping[str, Any]) -> Conversation:
@@ -187,3 +198,104 @@ def error_event(kind: str, message: str) -> bytes:
         kind, "api_error"
     )
     return named_unit("error", {"type": "error", "error": {"type": err_type, "message": message}})
+
+
+class Messages(Api):
+    name = "messages"
+    route = "/messages"
+    terminal_marker = "message_stop"
+    terminal_events = frozenset({"message_stop"})
+    keepalive_events = frozenset({"ping"})
+    keepalive_unit = PING
+    frame = (b"event: content_block_delta\ndata: ", b"\n\n")
+    sdk_returns_response = True
+    requires_max_tokens = True
+
+    def fold(self, event: str, data: str, sink: Sink) -> str:
+        doc = sink.json(data)
+        kind = doc.get("type") or event or ""
+        if kind in self.keepalive_events:
+            return "comment"
+        if kind == "content_block_start":
+            block = doc.get("content_block") or {}
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                sink.tool(
+                    doc.get("index"),
+                    id=block.get("id"),
+                    name=block.get("name"),
+                    start_input=block.get("input"),
+                )
+        elif kind == "content_block_delta":
+            delta = doc.get("delta") or {}
+            dtype = delta.get("type") if isinstance(delta, dict) else None
+            if dtype == "text_delta":
+                sink.add_text(str(delta.get("text") or ""))
+            elif dtype == "thinking_delta":
+                sink.add_reasoning(str(delta.get("thinking") or ""))
+            elif dtype == "input_json_delta" and sink.has_tool(doc.get("index")):
+                sink.tool(doc.get("index"), arguments=delta.get("partial_json"))
+        elif kind == "message_delta":
+            stop = (doc.get("delta") or {}).get("stop_reason")
+            if stop:
+                sink.finish(str(stop))
+        elif kind == "message_stop":
+            sink.end()
+        elif kind == "error":
+            sink.error(doc.get("error") or doc)
+        return "content"
+
+    def read_document(self, doc: dict[str, Any], sink: Sink) -> None:
+        for i, b in enumerate(doc.get("content") or ()):
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "text":
+                sink.add_text(b.get("text", ""))
+            elif b.get("type") == "thinking":
+                sink.add_reasoning(b.get("thinking", ""))
+            elif b.get("type") == "tool_use":
+                sink.tool(i, id=b.get("id"), name=b.get("name"), start_input=b.get("input"))
+        sink.finish(doc.get("stop_reason"))
+
+    def conversation(self, body: Mapping[str, Any], seed: str) -> Conversation:
+        return conversation(body)
+
+    def build(self, given: BuildInput) -> Units:
+        return build(given)
+
+    def error_event(self, kind: str, message: str) -> bytes:
+        return error_event(kind, message)
+
+    def error_document(self, kind: str, message: str, code: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": kind, "message": message}}
+
+    def sdk_request(
+        self, sdk: Any, call: Any, *, api_key: str, extra: dict[str, Any], response_type: type
+    ) -> Any:
+        headers = {
+            _RAW_HEADER: "stream",
+            "anthropic-version": _ANTHROPIC_VERSION,
+            "x-api-key": api_key,
+        }
+        body = {
+            "model": call.model,
+            "messages": call.messages,
+            "max_tokens": call.max_tokens or 1024,
+            "stream": call.stream,
+            **tool_opts(call),
+        }
+        return sdk.post(
+            self.route, cast_to=response_type, body=body, options={"headers": headers, **extra}
+        )
+
+    def tools(self, tools: Any) -> list[dict[str, Any]]:
+        out = []
+        for t in tools:
+            spec, params = neutral_spec(t)
+            out.append({**spec, "input_schema": params})
+        return out
+
+    def request_template(self, prompt: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": "test-model", "max_tokens": 256, "messages": prompt}
+
+
+API = Messages()

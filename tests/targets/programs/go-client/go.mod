@@ -1,0 +1,3 @@
+module harness.test/goclient
+
+go 1.23
