@@ -12,7 +12,7 @@
     harness mutants [...]               (mutation testing; see harness mutants --help)
     harness record --upstream URL --out DIR   (recording proxy; see harness record --help)
     harness proxy --upstream URL --script F   (fault proxy on a live upstream)
-    harness bench server|watchdog|netem|proxy|guard [...]
+    harness bench server|watchdog|netem|proxy|guard|fuzz [...]
     harness report merge SHARD.json ... [--json F] [--junit F] [--markdown F]
     harness report diff BASE.json HEAD.json [--fail-on G] [--json F] [--markdown F]
     harness posture -t T [-t T2 ...] [--hold-s S] [--json F]   (socket posture per target)

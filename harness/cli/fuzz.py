@@ -100,7 +100,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     config = _fuzz_settings(args)
     out_dir = common.check_out_dir(args.out)
 
-    from harness.fuzz.findings import unsatisfiable_entries, write_findings
+    from harness.fuzz.findings import (
+        timing_sensitive_entries,
+        unsatisfiable_entries,
+        write_findings,
+    )
     from harness.fuzz.search import Search
 
     out = common.out_console()
@@ -108,7 +112,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     def on_finding(finding: Any) -> None:
         apart = unsatisfiable_entries(search.report.unsatisfiable)
-        write_findings(out_dir, search.report.findings, **meta, unsatisfiable=apart)
+        flaky = timing_sensitive_entries(search.report.timing_sensitive)
+        write_findings(
+            out_dir, search.report.findings, **meta, unsatisfiable=apart, timing_sensitive=flaky
+        )
         ref = finding.reference
         # a contract the reference fails too is nobody's to meet: say so on the line
         met = "" if ref is None else f"; {ref.target}: {ref.outcome.label} {ref.verdict}"
@@ -138,7 +145,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         cases_per_minute=round(report.cases_per_minute, 1),
         stopped_by=report.stopped_by,
         unsatisfiable=unsatisfiable_entries(report.unsatisfiable),
+        timing_sensitive=timing_sensitive_entries(report.timing_sensitive),
     )
+    if report.timing_sensitive:
+        out.print(
+            f"{len(report.timing_sensitive)} group(s) failed once and passed when replayed "
+            f"(timing; not shrunk): see 'timing_sensitive' in {out_dir}/findings.json",
+            highlight=False,
+        )
     if report.unsatisfiable:
         out.print(
             f"{len(report.unsatisfiable)} group(s) failed by --reference too (a contract "

@@ -22,6 +22,7 @@ _BENCHMARKS = {
     "netem": ("harness.bench.netem", "main"),
     "proxy": ("harness.bench.proxy", "main"),
     "guard": ("harness.bench.guard", "main"),
+    "fuzz": ("harness.bench.fuzz", "main"),
 }
 #: Commands whose options a module owns (its ``add_arguments``), run by one function of
 #: it with the parsed options: name -> (module, that function, help, description).
@@ -55,7 +56,7 @@ def register(commands: Any) -> None:
 
     bench = commands.add_parser(
         "bench",
-        help="benchmarks: server, watchdog, netem, proxy, guard",
+        help="benchmarks: server, watchdog, netem, proxy, guard, fuzz",
         description="Run a benchmark and print ours-vs-baseline tables.",
     )
     bench.add_argument("which", choices=tuple(_BENCHMARKS))

@@ -29,6 +29,7 @@ __all__ = [
     "GroupKey",
     "expected_text",
     "group_key",
+    "timing_sensitive_entries",
     "to_toml",
     "unsatisfiable_entries",
     "write_findings",
@@ -163,6 +164,23 @@ def unsatisfiable_entries(
             },
         }
         for key, (data, result, ref) in unsatisfiable.items()
+    ]
+
+
+def timing_sensitive_entries(
+    flaky: Mapping[GroupKey, tuple[Mapping[str, Any], CaseResult]],
+) -> list[dict[str, Any]]:
+    """First failures that passed when replayed, one per group, for ``findings.json``."""
+    return [
+        {
+            "outcome": key[0],
+            "failed_checks": list(key[1]),
+            "summary": data["summary"],
+            "script": data["script"],
+            "observed": result.outcome.label,
+            "evidence": dict(result.evidence),
+        }
+        for key, (data, result) in flaky.items()
     ]
 
 

@@ -99,6 +99,11 @@ class SearchReport:
     unsatisfiable: dict[GroupKey, tuple[dict[str, Any], CaseResult, CaseResult]] = field(
         default_factory=dict
     )
+    #: per group, a first failure that passed when replayed before it was claimed (the
+    #: data and the failing result): timing on this machine, never shrunk
+    timing_sensitive: dict[GroupKey, tuple[dict[str, Any], CaseResult]] = field(
+        default_factory=dict
+    )
     examples: int = 0
     cases: int = 0
     elapsed_s: float = 0.0
@@ -206,6 +211,8 @@ class Search:
             key = group_key(result)
             if not self._met_by_reference(data, key, result, state):
                 return  # a contract nobody meets is not the target's bug
+            if not self._replay_agrees(data, key, result, state):
+                return  # failed once, passed when replayed: timing, not worth a shrink
             with self._lock:
                 # after a stop (Ctrl-C reaches the children too) nothing new is claimed
                 if state.key is None and key not in self._claims and not self._stop.is_set():
@@ -289,6 +296,27 @@ class Search:
             return True
         with self._lock:
             self.report.unsatisfiable.setdefault(key, (data, result, ref))
+        return False
+
+    def _replay_agrees(
+        self, data: dict[str, Any], key: GroupKey, result: CaseResult, state: _Round
+    ) -> bool:
+        """Does a new group's failure happen again? Replayed once before the group is
+        claimed: a failure that does not repeat (a loaded machine's late wake-up) would
+        spend a whole shrink and then fail its confirmation. Not during a shrink, nor
+        for a claimed group, nor with ``confirm = 0``."""
+        if self.config.confirm == 0 or state.key is not None:
+            return True
+        with self._lock:
+            if key in self._claims:
+                return True
+        if self._cut_short():
+            return False
+        again = self._run(data)
+        if again.verdict == "fail" and group_key(again) == key:
+            return True
+        with self._lock:
+            self.report.timing_sensitive.setdefault(key, (data, result))
         return False
 
     def _cut_short(self) -> bool:
