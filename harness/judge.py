@@ -256,14 +256,22 @@ def call_requests(records: Sequence[Any]) -> tuple[tuple[int, int], ...]:
     server's order): each request whose lineage is a continuation or a new conversation
     begins one; a retry counts with the call before it. A request whose body was never
     read (a fault before it) has no lineage: it begins a call only as the first, and
-    the request after it is taken as its retry (nothing says otherwise)."""
+    the request after it is taken as its retry (nothing says otherwise). A retry of an
+    *earlier* model call than the current one (an agent's next job call asking the same
+    conversation again) begins a call too."""
     calls: list[list[int]] = []
+    current: Any = None  # the lineage ``call`` of the model call being counted
     unread_before = False
     for q in requests_of(records):
         kind = q.lineage.kind if q.lineage is not None else None
+        of_call = q.lineage.call if q.lineage is not None else None
         begins = kind == "continuation" or (kind == "new" and not unread_before)
+        begins = begins or (
+            kind == "retry" and None not in (of_call, current) and of_call != current
+        )
         if begins or not calls:
             calls.append([q.index, 0])
+            current = of_call
         calls[-1][1] += 1
         unread_before = kind is None
     return tuple((first, n) for first, n in calls)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness import children
+from harness.call_ceiling import wait_per_model_call
 from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, runqueue_waits, snapshot, starved_s
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
@@ -239,7 +240,7 @@ def _wait_client(
     while True:
         contact = _first_contact(server, started_t)
         if contact is not None:
-            return child.wait_result(contact + plan.ceiling_s), contact
+            return wait_per_model_call(child, server, contact, plan), contact
         now = time.monotonic()
         if now >= allowance_end:
             return _did_not_start(

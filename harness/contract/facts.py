@@ -19,7 +19,7 @@ from harness.outcome import Outcome
 if TYPE_CHECKING:
     from harness.contract.derive import Contract
 
-__all__ = ["Facts", "bound_s"]
+__all__ = ["Facts", "bound_s", "model_call_spans"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,3 +61,28 @@ class Facts:
 def bound_s(contract: Contract, facts: Facts) -> float:
     """The real-seconds bound: the scenario's own, scaled; else the case's outer ceiling."""
     return facts.ceiling_s if contract.bound_s is None else contract.bound_s * facts.time_scale
+
+
+def model_call_spans(facts: Facts) -> list[float]:
+    """How long each model call took (real seconds): the case's elapsed time for one;
+    for several, from each call's first request to the next one's, the last to the end
+    (``harness.call_ceiling``: each model call has the bound). Empty: not known."""
+    if facts.elapsed_s is None:
+        return []
+    firsts = _call_first_positions(facts)
+    if len(firsts) < 2:
+        return [facts.elapsed_s]
+    starts = [facts.request_log[p][0] - facts.request_log[0][0] for p in firsts]
+    spans = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    return [*spans, facts.elapsed_s - starts[-1]]
+
+
+def _call_first_positions(facts: Facts) -> list[int]:
+    """Positions in ``request_log`` of each model call's first request."""
+    out, p = [], 0
+    for _first, n in facts.call_requests:
+        if p >= len(facts.request_log):
+            break
+        out.append(p)
+        p += n
+    return out

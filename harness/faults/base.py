@@ -202,6 +202,11 @@ class Action:
         await self.fire(site)
         return True
 
+    def applies(self, plan: Any) -> bool:
+        """Does this payload fault have anything to act on in ``plan`` (the API's
+        ``ReplyPlan``)? False: the reply goes out healthy and the fault does not fire."""
+        return True
+
     def edit_units(
         self, units: list[tuple[bytes, bool]], n: int, plan: Any
     ) -> list[tuple[bytes, bool]]:

@@ -113,6 +113,8 @@ class ReplyPlan:
     #: unit index -> (tool call index, fragment, template head, template tail)
     fragments: Mapping[int, tuple[int, str, bytes, bytes]] = field(default_factory=dict)
     newline: bytes = b"\n"
+    #: how many tool calls the reply carries (0: a text answer)
+    tool_calls: int = 0
 
     def malformed(self, payload: str) -> bytes:
         """One broken unit in this API's framing (a data line of ``payload``)."""
@@ -218,6 +220,7 @@ def plan_reply(
         kinds=tuple(built.kinds),
         fragments=built.fragments,
         newline=newline,
+        tool_calls=len(carried.tool_calls),
     )
 
 

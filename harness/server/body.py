@@ -75,6 +75,8 @@ class BodyWriter:
         self.loop = asyncio.get_running_loop()
         fault = ex.fault
         self.fault = fault if fault is not None and fault.phase.kind in BODY_PHASES else None
+        if self.fault is not None and not self.fault.action.applies(plan):
+            self.fault = None  # nothing in this reply to act on (a cut of no tool call)
         self.action = self.fault.action if self.fault is not None else None
         self.phase = ""
         self.fired = False

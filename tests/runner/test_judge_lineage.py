@@ -75,6 +75,16 @@ def test_model_calls_count_every_request_but_a_retry() -> None:
     assert model_calls([record(1, 1, None), record(2, 2, "new")]) == 1
     assert model_calls([record(1, 1, None), record(2, 2, "new"), record(3, 3, "new")]) == 2
     assert model_calls([]) == 0
+    # a retry of an earlier model call than the current one begins a call (an agent's
+    # next job call asking its first conversation again); a retry of the current does not
+    again = [
+        record(1, 1, "new"),
+        record(2, 2, "continuation", of=1),
+        record(3, 3, "retry", of=2, call=2),
+        record(4, 4, "retry", of=1, call=1),
+        record(5, 5, "retry", of=4, call=1),
+    ]
+    assert call_requests(again) == ((1, 1), (2, 2), (4, 2))
 
 
 def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.faults import ACTIONS, fault_from_dict, script_from_dict
+from harness.replies import DEFAULT_TOOL_SPEC, tools_for_api
 from harness.server import FaultServer
 from tests.server.rawhttp import read_until, request_bytes, send
 
@@ -57,9 +58,23 @@ CASES = [
 ]
 
 
-def observe(server: FaultServer, idle: bool, until_eof: bool) -> tuple[bytes, str, bool]:
+#: a request that offers the default tool: a fault on the tool call needs a reply with one
+#: (the server calls a tool only when offered one; ``cut_tool_call`` has nothing to cut
+#: in a text reply)
+TOOL_BODY = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "tools": tools_for_api([DEFAULT_TOOL_SPEC], "chat"),
+}
+TOOL_ACTIONS = frozenset({"cut_tool_call"})
+
+
+def observe(
+    server: FaultServer, idle: bool, until_eof: bool, body: dict | None = None
+) -> tuple[bytes, str, bool]:
     """(payload, ending, complete) of the faulted exchange."""
-    with send(server.port) as s:
+    with send(server.port, body=body) as s:
         if idle:
             first = read_until(s, 5, until=b"0\r\n\r\n")
             assert first.body()[1]
@@ -78,9 +93,14 @@ def observe(server: FaultServer, idle: bool, until_eof: bool) -> tuple[bytes, st
 def test_action_at_phase(server: FaultServer, action: str, kind: str) -> None:
     fault = {"phase": PHASES[kind], "action": action, **PARAMS.get(action, {})}
     fault_from_dict(fault)  # the combination is valid by construction
-    server.load(script_from_dict({"rules": [{"match": {"attempts": 1}, "fault": fault}]}))
+    tool = action in TOOL_ACTIONS
+    rules = [{"match": {"attempts": 1}, "fault": fault}]
+    server.load(script_from_dict({"rules": rules, **({"reply": "tool_call"} if tool else {})}))
     payload, ending, complete = observe(
-        server, idle=(kind == "idle" and action != "close_idle"), until_eof=action == "close_idle"
+        server,
+        idle=(kind == "idle" and action != "close_idle"),
+        until_eof=action == "close_idle",
+        body=TOOL_BODY if tool else None,
     )
     expected = ENDINGS[action]
     if kind == "idle" and action != "close_idle":

@@ -105,6 +105,40 @@ def test_cut_tool_call_is_a_truncated_tool_call_to_the_openai_sdk(server: FaultS
         json.loads(args)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_cut_tool_call_leaves_a_reply_with_no_tool_call_whole(
+    server: FaultServer, stream: bool
+) -> None:
+    """An agent's last call offers no tools (smolagents' final answer, a framework
+    asking for a summary): a model answers it in text, so a cut of "the tool call" has
+    nothing to cut. It used to cut the text reply at unit 0 (an empty body the agent
+    returned as its answer: ``wrong_content``), as if the scenario's fault were reached."""
+    rule = {"fault": {"phase": "event:0", "action": "cut_tool_call", "at": "string"}}
+    server.load(script_from_dict({"rules": [rule], "reply": "tool_call", "events": 6}))
+    client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    messages = [{"role": "user", "content": "x"}]
+    if stream:
+        chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        finish = next(c.choices[0].finish_reason for c in reversed(chunks) if c.choices)
+    else:
+        reply = client.chat.completions.create(model="m", messages=messages)
+        text, finish = reply.choices[0].message.content or "", reply.choices[0].finish_reason
+    (record,) = server.requests()
+    assert text and text == record.expected_text and finish == "stop"
+    assert not [e for e in server.timeline() if e.kind == "fault"]
+    # the same rule on a request that offers the tool still cuts it
+    with pytest.raises(json.JSONDecodeError):
+        args = ""
+        for chunk in client.chat.completions.create(
+            model="m", messages=messages, stream=True, tools=tools_for_api([NOTE], "chat")
+        ):
+            for tc in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                args += tc.function.arguments or ""
+        json.loads(args)
+    assert server.wait_for("fault", timeout=5).detail["action"] == "cut_tool_call"
+
+
 def test_inband_overloaded_error_raises_in_the_anthropic_sdk(server: FaultServer) -> None:
     _load(server, {"phase": "event:4", "action": "inband_error", "kind": "overloaded"})
     client = anthropic.Anthropic(

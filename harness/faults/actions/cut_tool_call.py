@@ -20,7 +20,8 @@ class CutToolCall(Action):
     ``"json"`` (between JSON tokens) or ``"utf8"`` (the wire bytes stop inside a
     multi-byte character of the fragment's event). ``end`` is how the body ends:
     ``truncate`` (cleanly: the dangerous shape), ``fin`` or ``rst``. A reply without
-    tool calls is cut at unit N."""
+    tool calls (a request that offers none, or an agent's call after a tool result:
+    the model answers in text) has no call to cut: the fault does not fire there."""
 
     name: ClassVar[str] = "cut_tool_call"
     phases: ClassVar[tuple[str, ...]] = ("event",)
@@ -32,6 +33,9 @@ class CutToolCall(Action):
     def __post_init__(self) -> None:
         check_choice("at", self.at, ("string", "json", "utf8"))
         check_choice("end", self.end, ENDS)
+
+    def applies(self, plan: Any) -> bool:
+        return int(getattr(plan, "tool_calls", 0) or 0) > 0
 
     def edit_units(self, units: list[Unit], n: int, plan: Any) -> list[Unit]:
         start = index_of(units, n)

@@ -1,0 +1,39 @@
+"""An agent for the per-model-call ceiling tests (imported in the child as
+``runner.agent_loop_targets``): the real OpenAI SDK, one tool, a tool call answered with
+its result in a second model call (chat ``role: tool``), as docs/targets.md's agent does."""
+
+from __future__ import annotations
+
+from harness.replies import tools_for_api
+from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+
+
+class ToolLoopAgent(Target):
+    name = "tool-loop-agent"
+    apis = ("chat",)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import openai
+
+        tools = tools_for_api(job.tools, "chat")
+        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
+
+        def turn() -> str:
+            messages = [dict(m) for m in job.messages]
+            for _ in range(4):
+                reply = client.chat.completions.create(
+                    model=job.model, messages=messages, tools=tools, stream=False
+                )
+                message = reply.choices[0].message
+                if not message.tool_calls:
+                    return message.content or ""
+                messages.append(message.model_dump(exclude_none=True))
+                for tc in message.tool_calls:
+                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": "saved"})
+            raise RuntimeError("no final answer after 4 model calls")
+
+        try:
+            texts = run_calls(job, log, turn)
+        finally:
+            client.close()
+        return CallResult(text=texts[-1], texts=tuple(texts))
