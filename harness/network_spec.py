@@ -28,9 +28,16 @@ from harness.faults.network.kernel import kernel_settings_from_dict
 from harness.faults.network.spec import NETWORK_BACKENDS, NetworkSpec
 from harness.faults.network.toxics import toxic_from_dict
 from harness.faults.network.trigger import parse_trigger
+from harness.relay.modes import MODE_TYPES
 from harness.relay.settings import relay_settings_from_dict
 
-__all__ = ["NetworkConflict", "network_for", "network_from_dict", "relay_actions"]
+__all__ = [
+    "NetworkConflict",
+    "network_for",
+    "network_from_dict",
+    "relay_actions",
+    "stops_progress",
+]
 
 #: The keys each backend's table may have.
 _KEYS = {
@@ -144,3 +151,18 @@ def network_from_dict(data: Mapping[str, Any] | None, *, where: str = "network")
             backend, kernel=kernel_settings_from_dict(data.get("kernel"), where=f"{where}.kernel")
         )
     return NetworkSpec()
+
+
+def stops_progress(spec: NetworkSpec | None) -> bool:
+    """True when the network in between ends the stream's progress by itself: a kernel
+    dead peer, a relay mode that stops relaying (``hold``), a stopping toxic
+    (:data:`~harness.faults.network.toxics.STOPPING_TOXICS`). A relay that passes, cuts
+    only an idle leg or swallows only a close the server makes, and a toxic that only
+    slows the bytes, leave a healthy stream alive."""
+    if spec is None or spec.backend == "server":
+        return False
+    if spec.backend == "kernel":
+        return True
+    if spec.backend == "relay":
+        return spec.relay is not None and not MODE_TYPES[spec.relay.mode].flowing
+    return any(t.stops_progress for t in spec.toxics)

@@ -62,7 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.apis import APIS, ApiName
 from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
-from harness.network_spec import network_for
+from harness.network_spec import network_for, stops_progress
 from harness.outcome import Expected
 from harness.scenario_errors import (
     SECONDS_FIELDS,
@@ -271,9 +271,12 @@ class Scenario(_ScenarioFields):
 
     @property
     def is_alive(self) -> bool:
-        """True when no deadline should fire (``alive``, else: no rule stops progress)."""
+        """True when no deadline should fire (``alive``, else: no rule stops progress and
+        neither does the network in between: a hold, a stopping toxic, a dead peer)."""
         if self.alive is not None:
             return self.alive
+        if stops_progress(self.network):
+            return False
         return not any(rule.fault.action.terminal for rule in self.script.rules)
 
     def to_dict(self) -> dict[str, Any]:

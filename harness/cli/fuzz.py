@@ -12,6 +12,7 @@ Not here: the search (``harness.fuzz.search``), writing findings and repros
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,14 @@ def register(commands: Any) -> None:
         action="append",
         metavar="ACTION",
         help="draw only this fault action (repeatable; default: every server action)",
+    )
+    fuzz.add_argument(
+        "--backend",
+        action="append",
+        metavar="BACKEND",
+        help="network in between to draw: server (none), relay, toxiproxy, kernel "
+        "(repeatable; default: server, relay and toxiproxy where present; kernel, which "
+        "runs in real time, only when named)",
     )
     budget = fuzz.add_mutually_exclusive_group()
     budget.add_argument(
@@ -108,7 +117,12 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from harness.fuzz.search import Search
 
     out = common.out_console()
-    meta = {"target": config.target, "seed": config.seed, "apis": list(config.apis)}
+    meta = {
+        "target": config.target,
+        "seed": config.seed,
+        "apis": list(config.apis),
+        "backends": list(config.backends),
+    }
 
     def on_finding(finding: Any) -> None:
         apart = unsatisfiable_entries(search.report.unsatisfiable)
@@ -129,7 +143,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     def on_case(result: Any) -> None:
         if not args.quiet:
             out.print(
-                f"[dim]{search.report.cases:5d} {result.outcome.label} {result.verdict}[/]",
+                f"[dim]{search.report.cases:5d} {result.outcome.label} {result.verdict}  "
+                f"{result.scenario}[/]",
                 highlight=False,
             )
 
@@ -225,6 +240,7 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
             raise common.UsageError(
                 f"--action {action!r} is not valid ({known}); allowed: {', '.join(playable)}"
             )
+    backends = _backends(args.backend)
     reference = None if args.reference == "none" else args.reference
     if reference is not None:
         common.selected_targets(argparse.Namespace(target=[reference], target_python=None))
@@ -233,6 +249,7 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
         target=target,
         apis=apis,
         actions=tuple(args.action or ()),
+        backends=backends,
         examples=None if args.minutes else (args.examples or DEFAULT_EXAMPLES),
         minutes=args.minutes,
         seed=args.seed,
@@ -242,6 +259,27 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
         confirm=args.confirm,
         reference=reference,
     )
+
+
+def _backends(named: list[str] | None) -> tuple[str, ...]:
+    """The backends to draw: the named ones (each must run here, else exit 2), or the
+    defaults that run here (the others said once on stderr)."""
+    from harness.faults.network.spec import NETWORK_BACKENDS
+    from harness.fuzz.space import DEFAULT_BACKENDS, backends_missing
+
+    for backend in named or ():
+        if backend not in NETWORK_BACKENDS:
+            raise common.UsageError(
+                f"--backend {backend!r} is not valid; allowed: {', '.join(NETWORK_BACKENDS)}"
+            )
+    wanted = tuple(dict.fromkeys(named or DEFAULT_BACKENDS))
+    missing = backends_missing(wanted)
+    if named:
+        for backend, why in missing.items():
+            raise common.UsageError(f"--backend {backend} cannot run here: {why}")
+    for backend, why in missing.items():
+        print(f"fuzz: {backend} not drawn: {why}", file=sys.stderr)
+    return tuple(b for b in wanted if b not in missing)
 
 
 def _database(value: str | None) -> Path | None:

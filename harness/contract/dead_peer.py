@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.faults.network.toxics import SILENT_TOXICS
 from harness.posture.carried import carried_counts, judged
 from harness.posture.facts import (
     DEFAULT_TCP_RETRIES2,
@@ -38,6 +39,7 @@ from harness.posture.facts import (
     notice_bound,
     worst_bound,
 )
+from harness.relay.modes import MODE_TYPES
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -58,8 +60,6 @@ STATUSES = ("pass", "fail", "not_applicable")
 #: keepalive fix seen in the wild (hermes-agent #11277: 30 + 3 x 10 s), far shorter than
 #: the SDKs' 600 s read timeout or "never".
 DEFAULT_DEAD_PEER_BOUND_S = 120.0
-_SILENT_TOXICS = frozenset({"timeout"})
-_SILENT_RELAY_MODES = frozenset({"hold", "swallow_close"})
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,22 @@ def _which(conns: Sequence[SocketPosture]) -> str:
 
 
 def _mode(scenario: Scenario) -> str | None:
+    """Which dead-peer wait the scenario's fault asks about (None: it is no silent peer).
+    The network in between decides first: a kernel cut, a silent toxic or relay mode
+    (their traits), a relay that turns silence into a cut (``idle_cut``); else a server
+    rule that goes silent, seen through a relay or Toxiproxy that passes it on."""
     network = scenario.network
     backend = scenario.backend
     if backend == "kernel":
         shape = getattr(getattr(network, "kernel", None), "shape", "waiting")
         return "in_flight" if shape == "in_flight" else "waiting"
-    if backend == "toxiproxy":
-        toxics = getattr(network, "toxics", ())
-        return "waiting" if any(t.type in _SILENT_TOXICS for t in toxics) else None
+    if backend == "toxiproxy" and any(t.type in SILENT_TOXICS for t in network.toxics):
+        return "waiting"
     if backend == "relay":
-        mode = getattr(getattr(network, "relay", None), "mode", None)
-        return "waiting" if mode in _SILENT_RELAY_MODES else None
+        mode = MODE_TYPES[network.relay.mode]
+        if mode.silences:
+            return "waiting"
+        if mode.cuts_idle:
+            return None  # a silent upstream becomes a cut client leg: no silent peer
     silent = any(r.fault.action.silent_peer() for r in scenario.script.rules)
     return "waiting" if silent else None

@@ -2,7 +2,9 @@
 
 A case is judged under its contract only where what the scenario tests happened: its
 scripted fault fired (a ``fault`` event on the server's timeline, or a network fault
-the runner fired: a relay mode, a Toxiproxy toxic, a kernel cut), and the target made
+the runner fired: a Toxiproxy toxic, a kernel cut, a relay that stopped relaying, or
+one that swallowed a close or cut an idle leg -- a switch to a relay mode that only acts
+on what the server does is not a fault by itself), and the target made
 the calls the job asks for. Otherwise the case is **not exercised** (verdict
 ``not_exercised``), with the reason read from the server's records::
 
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.outcome import FAULT_KINDS
+from harness.relay.modes import MODE_TYPES
 
 __all__ = ["REACHABLE_KINDS", "rule_firings", "unreached"]
 
@@ -32,6 +35,9 @@ __all__ = ["REACHABLE_KINDS", "rule_firings", "unreached"]
 REACHABLE_KINDS = frozenset(
     {"ok", "error", "truncated_as_complete", "wrong_content", "error_as_reply", "false_kill"}
 )
+#: The relay's own records of a fault taking effect on a connection: a close swallowed
+#: (``swallow_close``), an idle client leg cut (``idle_cut``).
+_RELAY_EFFECTS = frozenset({"swallowed", "idle_cut"})
 
 
 def rule_firings(
@@ -77,7 +83,7 @@ def unreached(
     n = len(records)
     if outcome_kind == "ok" and 1 < calls and n < calls:
         return f"the target made {n} of {calls} calls"
-    if not _has_fault(scenario) or any(_reached(e, records) for e in timeline):
+    if not _has_fault(scenario) or any(_reached(e, records, timeline) for e in timeline):
         return None
     if n == 0:
         return "the client made no request the server read"
@@ -87,19 +93,49 @@ def unreached(
         if why:
             return why
     if not rules:
-        return "the network fault was never fired"
+        return "the network fault was never fired or never took effect"
     return "the scripted fault never fired: " + "; ".join(str(r.fault) for r in rules)
 
 
-def _reached(event: Mapping[str, Any], records: Sequence[Any]) -> bool:
+def _reached(
+    event: Mapping[str, Any], records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]
+) -> bool:
     """A fault event that reached the client: any, except an idle-phase fault (a pooled
     connection closed while idle) after which no request came -- the client never met
-    the stale connection it tests."""
-    if event.get("kind") not in FAULT_KINDS:
+    the stale connection it tests -- and a relay's effect the client did not meet (a
+    close swallowed after the response was whole, or on an idle pooled connection no
+    request came to again)."""
+    kind = event.get("kind")
+    if kind in _RELAY_EFFECTS:
+        return _met(float(event["t"]), records, timeline)
+    if kind not in FAULT_KINDS:
         return False
-    if event.get("kind") != "fault" or (event.get("detail") or {}).get("phase") != "idle":
+    if kind == "mode":
+        return not _reactive_mode(str(event.get("detail") or ""))
+    if kind != "fault" or (event.get("detail") or {}).get("phase") != "idle":
         return True
     return any(float(_get(r, "t_start")) > float(event["t"]) for r in records)
+
+
+def _met(t: float, records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]) -> bool:
+    """Did the client meet what the relay did at ``t``: a response was under way then
+    (more request heads than finished responses on the server), or a request came
+    after it?"""
+    if any(float(_get(r, "t_start")) > t for r in records):
+        return True
+    server = [e for e in timeline if e.get("source") is None and float(e["t"]) <= t]
+    heads = sum(1 for e in server if e.get("kind") == "request_head")
+    done = sum(1 for e in server if e.get("kind") == "response_done")
+    return heads > done
+
+
+def _reactive_mode(detail: str) -> bool:
+    """Is the relay mode switched to (``"pass -> idle_cut idle_cut_s=3"``) one that keeps
+    relaying and acts only on what the server does (pass, swallow a close, cut an idle
+    leg)? Only a mode that stops relaying (``hold``) is a fault the moment it is on."""
+    words = detail.split("->", 1)[-1].split()
+    mode = MODE_TYPES.get(words[0]) if words else None
+    return mode is not None and mode.flowing
 
 
 def _why_not(rule: Any, records: Sequence[Any], n: int) -> str | None:

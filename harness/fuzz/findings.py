@@ -29,6 +29,7 @@ __all__ = [
     "GroupKey",
     "expected_text",
     "group_key",
+    "scenario_toml",
     "timing_sensitive_entries",
     "to_toml",
     "unsatisfiable_entries",
@@ -142,7 +143,7 @@ def to_toml(finding: Finding) -> str:
         head.append(f"# reference: {ref.outcome.label}, verdict {ref.verdict}")
     head.append("# contract as judged: " + json.dumps(dict(r.contract), sort_keys=True))
     head.append("# shrunk from: " + json.dumps(finding.first["script"], sort_keys=True))
-    return "\n".join([*(_one_line(h) for h in head), "", _document(finding.scenario_data())])
+    return "\n".join([*(_one_line(h) for h in head), "", scenario_toml(finding.scenario_data())])
 
 
 def unsatisfiable_entries(
@@ -196,15 +197,19 @@ def write_findings(directory: Path, findings: Sequence[Finding], **meta: Any) ->
 # --------------------------------------------------------------------------- TOML
 
 
-def _document(data: Mapping[str, Any]) -> str:
-    """The scenario dict as TOML: top-level values, then one table per mapping, the
-    rules as ``[[script.rules]]`` with inline ``match`` and ``fault`` tables."""
+def scenario_toml(data: Mapping[str, Any]) -> str:
+    """The scenario dict as TOML: top-level values, then one table per mapping (its own
+    mappings inline), the rules as ``[[script.rules]]`` and the toxics as
+    ``[[network.toxics]]``, with inline ``match`` and ``fault`` tables."""
     lines = [f"{k} = {_value(v)}" for k, v in data.items() if _plain(v)]
     for key, table in data.items():
         if not isinstance(table, Mapping):
             continue
         lines += ["", f"[{key}]"]
-        lines += [f"{k} = {_value(v)}" for k, v in table.items() if _plain(v)]
+        # a table inside a table is written inline (``relay = { mode = "hold" }``)
+        lines += [
+            f"{k} = {_value(v)}" for k, v in table.items() if _plain(v) or isinstance(v, Mapping)
+        ]
         for name, items in table.items():
             if isinstance(items, list) and items and isinstance(items[0], Mapping):
                 for item in items:

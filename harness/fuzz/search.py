@@ -78,6 +78,8 @@ class FuzzSettings:
     apis: tuple[str, ...]
     #: action names to draw (empty: every action the fault server plays)
     actions: tuple[str, ...] = ()
+    #: network backends to draw between target and server (``server``: none)
+    backends: tuple[str, ...] = ("server",)
     examples: int | None = 100
     minutes: float | None = None
     seed: int = 0
@@ -234,7 +236,7 @@ class Search:
             report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck),
             print_blob=False,
-        )(given(scenario_data(self.config.apis, self.config.actions))(prop))
+        )(given(scenario_data(self.config.apis, self.config.actions, self.config.backends))(prop))
         test = seed(self.config.seed * 1_000_003 + worker * 7919 + round_no)(test)
         # One database entry per target: a rerun replays this target's past findings first.
         test._hypothesis_internal_database_key = f"harness.fuzz:{self.config.target}".encode()

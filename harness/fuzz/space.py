@@ -11,6 +11,12 @@
   the role chunk or ``message_start``, tool-argument fragments, item boundaries, the
   terminal event. ``bytes:N`` ranges over the plan's body bytes.
 * **Dialects** from :data:`harness.vocab.dialects.DIALECT_APIS`.
+* **Network backends** between the target and the server, from their own registries: the
+  relay's modes (:data:`harness.relay.modes.MODES`), every Toxiproxy toxic with its
+  attributes (:data:`harness.faults.network.toxics.TOXIC_TYPES`: the default first, then
+  values of its unit), the kernel dead peer's shapes
+  (:data:`harness.faults.network.kernel.SHAPES`), each fired at a point of the reply plan
+  (:func:`triggers`). :func:`backends_missing` says which cannot run on this machine.
 
 A few parameters name something of the reply itself (an event type, a JSON field): their
 values are read from the plan's units. Parameters past a client's usual caps (a
@@ -33,18 +39,26 @@ from harness.apis import api_for
 from harness.client.settings import DEFAULT_RETRY_AFTER_MAX_S
 from harness.faults import ACTIONS, PHASE_KINDS, FaultSpecError
 from harness.faults.base import Action
+from harness.faults.network.spec import NETWORK_BACKENDS
+from harness.faults.network.toxics import TOXIC_TYPES
 from harness.replies import DEFAULT_TOOL_SPEC, TOOL_REPLY_SHAPES, tools_for_api
 from harness.server.apis import ReplyPlan, plan_reply
 from harness.vocab.dialects import DIALECT_APIS
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES, RETRYABLE_STATUSES
 
 __all__ = [
+    "BACKEND_MIN_TIME_SCALE",
+    "DEFAULT_BACKENDS",
     "PAST_DEFAULTS",
     "ActionSpace",
     "PlanShape",
+    "ToxicSpace",
     "action_spaces",
+    "backends_missing",
     "dialects_for",
     "plan_shape",
+    "toxic_spaces",
+    "triggers",
 ]
 
 #: Values past a client's usual defaults, per (action, parameter): the reference caps a
@@ -65,6 +79,21 @@ _COUNTS = (2, 50)
 _BYTES = (1, 4096)
 #: Relay-only and kernel actions need a network backend: not drawn for the server.
 _BACKEND = "server"
+#: Network backends drawn when none is named, in shrink order (the server alone first).
+#: ``kernel`` runs in real time (kernel timers do not scale), 5-30 s a case: named only.
+DEFAULT_BACKENDS = ("server", "relay", "toxiproxy")
+#: The time-scale floor of a drawn case per backend, as the catalog's network scenarios
+#: set it: the in-process relay adds 0.1-1 s of latency under load, Toxiproxy's steps
+#: add tens of ms, kernel timers are real time.
+BACKEND_MIN_TIME_SCALE: Mapping[str, float] = {"relay": 0.5, "toxiproxy": 0.2, "kernel": 1.0}
+#: Values per toxic attribute unit, after the attribute's default (ms and us scale with
+#: the run's time scale; bytes and KB/s do not).
+_TOXIC_VALUES: Mapping[str, tuple[int, ...]] = {
+    "ms": (100, 1000, 30000),
+    "us": (0, 1000),
+    "bytes": (1, 512, 4096),
+    "KB/s": (1, 64),
+}
 #: A representative request per API (the body shapes the plan, not the reply text).
 _PROMPT = [{"role": "user", "content": "Answer with a few words."}]
 
@@ -112,6 +141,51 @@ class PlanShape:
 def action_spaces(backend: str = _BACKEND) -> tuple[ActionSpace, ...]:
     """Every registered action the ``backend`` plays, sorted by name."""
     return tuple(_space(cls) for name, cls in sorted(ACTIONS.items()) if backend in cls.backends)
+
+
+@dataclass(frozen=True)
+class ToxicSpace:
+    """One Toxiproxy toxic type as the fuzzer sees it: per attribute, the values to draw
+    (its default first where it has one)."""
+
+    type: str
+    attributes: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@functools.cache
+def toxic_spaces() -> tuple[ToxicSpace, ...]:
+    """Every toxic type of :data:`TOXIC_TYPES`, in its order."""
+    return tuple(
+        ToxicSpace(
+            kind,
+            tuple(
+                (attr, tuple(dict.fromkeys((*(() if d is None else (d,)), *_TOXIC_VALUES[unit]))))
+                for attr, (unit, d) in attrs.items()
+            ),
+        )
+        for kind, attrs in TOXIC_TYPES.items()
+    )
+
+
+def triggers(plan: PlanShape) -> tuple[str, ...]:
+    """Points of the reply at which a network fault fires (a toxic's or the relay's
+    ``at``, the kernel's ``cut_at``), earliest first: before the call, once the request
+    was read, once the headers were sent, after the plan's boundary events, at its end."""
+    events = tuple(f"event:{n}" for n in plan.boundaries if n >= 1)
+    return ("start", "request", "headers", *events, "done:1")
+
+
+def backends_missing(backends: tuple[str, ...]) -> dict[str, str]:
+    """Per backend of ``backends`` that cannot run on this machine, why (the relay and
+    the server always can)."""
+    from harness.netem.prereq import netns_missing, toxiproxy_missing
+
+    unknown = [b for b in backends if b not in NETWORK_BACKENDS]
+    if unknown:
+        raise ValueError(f"unknown backend {unknown[0]!r}; allowed: {', '.join(NETWORK_BACKENDS)}")
+    checks = {"toxiproxy": toxiproxy_missing, "kernel": netns_missing}
+    reasons = {b: checks[b]() for b in backends if b in checks}
+    return {b: r for b, r in reasons.items() if r is not None}
 
 
 def dialects_for(api: str) -> tuple[str | None, ...]:

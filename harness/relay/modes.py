@@ -42,6 +42,9 @@ class RelayMode:
     flowing: ClassVar[bool] = True
     #: True: the client leg is cut after ``idle_cut_s`` without bytes from upstream.
     cuts_idle: ClassVar[bool] = False
+    #: True: the client's leg goes silent while open, the peer dead as the client sees it
+    #: (always, or once the upstream closes); the dead-peer question is asked.
+    silences: ClassVar[bool] = False
 
     def upstream_gone(self, legs: Legs, kind: str) -> None:
         """The upstream leg ended: ``kind`` is ``upstream_fin`` or ``reset``."""
@@ -57,6 +60,7 @@ class RelayMode:
 
 class SwallowClose(RelayMode):
     name = "swallow_close"
+    silences = True
 
     def upstream_gone(self, legs: Legs, kind: str) -> None:
         # The middlebox shape: do not close our upstream socket (it stays in
@@ -75,6 +79,7 @@ class IdleCut(RelayMode):
 class Hold(RelayMode):
     name = "hold"
     flowing = False
+    silences = True
 
 
 #: name -> the mode; the order is the one error messages list.

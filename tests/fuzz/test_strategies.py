@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.apis import APIS
 from harness.faults import ACTIONS, fault_from_dict
-from harness.fuzz.space import action_spaces, dialects_for, plan_shape
-from harness.fuzz.strategies import EVENTS, scenario_data, scenario_name
+from harness.faults.network.kernel import SHAPES
+from harness.faults.network.toxics import TOXIC_TYPES, toxic_from_dict
+from harness.faults.network.trigger import parse_trigger
+from harness.fuzz.findings import scenario_toml
+from harness.fuzz.space import (
+    BACKEND_MIN_TIME_SCALE,
+    action_spaces,
+    dialects_for,
+    plan_shape,
+    toxic_spaces,
+    triggers,
+)
+from harness.fuzz.strategies import (
+    EVENTS,
+    KERNEL_WATCHDOG,
+    _valid_toxic,
+    network_text,
+    scenario_data,
+    scenario_name,
+)
+from harness.relay.modes import MODES
 from harness.scenario import scenario_from_dict
 
 pytestmark = pytest.mark.timeout(120)
@@ -93,3 +114,119 @@ def test_dialects_are_the_registry_s_for_the_api():
     assert dialects_for("chat")[0] is None
     assert "openrouter" in dialects_for("chat")
     assert "openrouter" not in dialects_for("messages")
+
+
+# ------------------------------------------------------------------ network backends
+
+_NETWORK = ("relay", "toxiproxy", "kernel")
+
+
+@_DRAWS
+@given(scenario_data(APIS, backends=("server", *_NETWORK)))
+def test_every_drawn_network_case_validates_and_carries_its_backend_s_floor(data):
+    scenario = scenario_from_dict(data)
+    if scenario.backend == "server":
+        assert scenario.network is None and len(scenario.script.rules) >= 1
+        return
+    # the network may be the whole fault
+    assert 0 <= len(scenario.script.rules) <= 3
+    assert scenario.min_time_scale == BACKEND_MIN_TIME_SCALE[scenario.backend]
+    # the drawn table is what the scenario holds, and its summary names it
+    assert data["network"]["backend"] == scenario.backend
+    assert network_text(data["network"]) in scenario.summary
+    if scenario.backend == "kernel":
+        assert scenario.watchdog.tcp_user_timeout_s == KERNEL_WATCHDOG["tcp_user_timeout_s"]
+        if scenario.network.kernel.shape == "in_flight":
+            assert scenario.request.calls == 2
+
+
+def test_each_backend_s_space_is_read_from_its_registry():
+    drawn = {"relay": set(), "toxiproxy": set(), "kernel": set()}
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(scenario_data(["chat"], backends=_NETWORK))
+    def collect(data):
+        net = data["network"]
+        if net["backend"] == "relay":
+            drawn["relay"].add(net["relay"]["mode"])
+        elif net["backend"] == "toxiproxy":
+            drawn["toxiproxy"].add(net["toxics"][0]["type"])
+        else:
+            drawn["kernel"].add(net["kernel"]["shape"])
+
+    collect()
+    assert drawn["relay"] == set(MODES)
+    assert drawn["toxiproxy"] == set(TOXIC_TYPES)
+    assert drawn["kernel"] == set(SHAPES)
+
+
+def test_toxic_attributes_start_at_their_default_and_every_draw_validates():
+    for space in toxic_spaces():
+        required = {a for a, _ in space.attributes if TOXIC_TYPES[space.type][a][1] is None}
+        for attr, values in space.attributes:
+            default = TOXIC_TYPES[space.type][attr][1]
+            if default is not None:
+                assert values[0] == default, (space.type, attr)
+        # every combination the strategy can draw: valid as drawn, or with the attribute
+        # that depends on another back at its default (a slicer's size_variation)
+        for combo in itertools.product(*(values for _, values in space.attributes)):
+            drawn = {
+                "type": space.type,
+                **dict(zip([a for a, _ in space.attributes], combo, strict=True)),
+            }
+            kept = _valid_toxic(drawn)
+            toxic_from_dict(kept)
+            assert required <= set(kept)
+
+
+def test_triggers_are_the_plan_s_points_earliest_first():
+    plan = plan_shape("chat", True, "text", None, EVENTS)
+    points = triggers(plan)
+    assert points[:3] == ("start", "request", "headers")
+    assert points[-1] == "done:1"
+    assert {f"event:{n}" for n in plan.boundaries if n} <= set(points)
+    for point in points:
+        parse_trigger(point)
+
+
+def test_a_drawn_network_table_is_alive_only_where_it_lets_the_stream_through():
+    def alive(net):
+        data = {
+            "name": "x",
+            "summary": "x",
+            "api": "chat",
+            "script": {"rules": []},
+            "network": net,
+        }
+        return scenario_from_dict(data).is_alive
+
+    assert alive({"backend": "relay", "relay": {"mode": "pass"}})
+    assert not alive({"backend": "relay", "relay": {"mode": "hold"}})
+    assert alive({"backend": "toxiproxy", "toxics": [{"type": "latency", "latency": 100}]})
+    assert not alive({"backend": "toxiproxy", "toxics": [{"type": "timeout"}]})
+    assert not alive({"backend": "toxiproxy", "toxics": [{"type": "limit_data", "bytes": 1}]})
+    assert not alive({"backend": "kernel", "kernel": {"cut_at": "event:1"}})
+
+
+def test_a_network_finding_is_written_as_a_scenario_file_that_loads_again(tmp_path):
+    import tomllib
+
+    data = {
+        "name": "",
+        "summary": "a network finding",
+        "api": "chat",
+        "stream": True,
+        "ceiling_s": 60,
+        "script": {"rules": []},
+        "watchdog": {"first_byte_s": 5},
+    }
+    for net in (
+        {"backend": "relay", "relay": {"mode": "idle_cut", "idle_cut_s": 0.5}, "at": "event:1"},
+        {"backend": "toxiproxy", "toxics": [{"type": "timeout", "at": "headers"}]},
+        {"backend": "kernel", "kernel": {"cut_at": "event:1", "shape": "waiting"}},
+    ):
+        one = {**data, "network": net, "name": f"net_{net['backend']}"}
+        text = scenario_toml(one)
+        back = tomllib.loads(text)
+        assert back["network"] == net, text
+        scenario_from_dict(back)

@@ -160,3 +160,56 @@ def test_an_idle_close_after_the_last_call_is_not_a_stale_connection_met(server)
     assert fresh.not_exercised == "every call was a new connection; nothing was pooled"
     pooled = run_case(s, "reference", server=server, settings=real_time)
     assert pooled.verdict == "pass", (pooled.failed_checks, pooled.not_exercised)
+
+
+@pytest.mark.timeout(60)
+def test_a_relay_that_never_swallowed_a_close_is_not_a_fault_reached(server):
+    # harness fuzz's first network finding: a relay switched to swallow_close once the
+    # request was read, a server that never closed -- the client got the whole reply
+    # and the dead-peer question was asked of a peer that never went silent.
+    s = make(
+        "relay_swallow_nothing",
+        network={"backend": "relay", "relay": {"mode": "swallow_close"}, "at": "request"},
+        script={"rules": []},
+        min_time_scale=0.5,
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.verdict == "not_exercised" and not result.failed_checks
+    assert result.not_exercised == "the network fault was never fired or never took effect"
+    assert any(e["kind"] == "mode" for e in result.timeline)  # switched, never acted
+
+
+@pytest.mark.timeout(60)
+def test_a_relay_that_swallowed_the_server_s_close_is_judged(server):
+    # Control: the server closes mid-stream, the relay swallows it: the fault took
+    # effect, and the reference stack's idle deadline ends the silent leg.
+    s = make(
+        "relay_swallow_fin",
+        network={"backend": "relay", "relay": {"mode": "swallow_close"}, "at": "request"},
+        script={
+            "rules": [{"match": {"attempts": 1}, "fault": {"phase": "event:3", "action": "fin"}}]
+        },
+        watchdog={**WATCHDOG, "stream_idle_s": 1},
+        min_time_scale=0.5,
+    )
+    result = run_case(s, "reference", server=server, settings=settings())
+    assert result.not_exercised == ""
+    assert any(e["kind"] == "swallowed" for e in result.timeline)
+    assert result.verdict in ("pass", "safe"), (result.verdict, result.failed_checks)
+
+
+@pytest.mark.timeout(60)
+def test_a_close_swallowed_on_an_idle_pooled_connection_no_call_met_is_not_reached(server):
+    # harness fuzz's second network finding: the server closes the pooled connection
+    # once it is idle, the relay swallows that close -- and the client, done with its
+    # one call, never uses the connection again.
+    s = make(
+        "relay_swallow_idle_close",
+        network={"backend": "relay", "relay": {"mode": "swallow_close"}, "at": "event:1"},
+        script={"rules": [{"fault": {"phase": "idle", "action": "close_idle"}}]},
+        min_time_scale=0.5,
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.verdict == "not_exercised" and not result.failed_checks, result.timeline

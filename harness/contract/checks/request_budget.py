@@ -28,9 +28,7 @@ class RequestBudget(Check):
         "retry) adds one call's share, and no call may take more than the budget less one request "
         "per other call"
     )
-    needs = (
-        "the fault server's request log and each request's lineage (`harness/apis/lineage.py`)"
-    )
+    needs = "the fault server's request log and each request's lineage (`harness/apis/lineage.py`)"
     shown_in = "`requests` (server's count), the model calls"
 
     def holds(self, contract: Contract, facts: Facts) -> bool:

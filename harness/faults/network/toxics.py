@@ -36,7 +36,7 @@ from typing import Any
 from harness.faults import FaultSpecError
 from harness.faults.network.trigger import Trigger, parse_trigger
 
-__all__ = ["STREAMS", "TOXIC_TYPES", "Toxic", "toxic_from_dict"]
+__all__ = ["SILENT_TOXICS", "STOPPING_TOXICS", "STREAMS", "TOXIC_TYPES", "Toxic", "toxic_from_dict"]
 
 #: type -> {attribute: (unit, default or None when required)}
 TOXIC_TYPES: dict[str, dict[str, tuple[str, int | None]]] = {
@@ -49,6 +49,13 @@ TOXIC_TYPES: dict[str, dict[str, tuple[str, int | None]]] = {
     "slicer": {"average_size": ("bytes", None), "size_variation": ("bytes", 0), "delay": ("us", 0)},
     "down": {"duration": ("ms", 0)},
 }
+#: Toxics that stop a stream's progress (its data dropped, the connection reset or closed
+#: mid-body, the proxy down), whichever way they act: a scenario with one is not alive.
+#: The others (latency, bandwidth, slicer, slow_close) slow the bytes and keep them whole.
+STOPPING_TOXICS = frozenset({"timeout", "reset_peer", "limit_data", "down"})
+#: Of those, the ones that leave the client's connection open and silent (no FIN, no
+#: RST, no bytes): a dead peer the client's transport must notice by itself.
+SILENT_TOXICS = frozenset({"timeout"})
 STREAMS = ("downstream", "upstream")
 _TIME_UNITS = ("ms", "us")
 
@@ -104,6 +111,11 @@ class Toxic:
         object.__setattr__(self, "attributes", tuple(sorted(full.items())))
         if not self.name:
             object.__setattr__(self, "name", f"{self.type}_{self.stream}")
+
+    @property
+    def stops_progress(self) -> bool:
+        """True when this toxic ends the stream's progress (:data:`STOPPING_TOXICS`)."""
+        return self.type in STOPPING_TOXICS
 
     @property
     def attrs(self) -> dict[str, int]:
