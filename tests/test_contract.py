@@ -312,3 +312,84 @@ def test_the_reference_stacks_expected_outcome_satisfies_every_catalog_contract(
             requests = s.budget.max_requests_of("reference") or s.request.calls
             v = judge(c, facts(outcome, ceiling_s=1e9, requests=requests))
             assert v.verdict in ("pass", "safe"), (s.name, v)
+
+
+# ------------------------------------------------- satisfiable contracts (harness fuzz)
+
+
+def test_a_pace_no_call_can_finish_within_its_ceiling_is_not_alive():
+    # slow per byte from the headers on: ~2 KB at 0.1 s a byte, far past a 60 s ceiling
+    # (harness fuzz on the reference: its deadlines "killed" a stream no call could wait out)
+    crawl = make(script={"rules": [rule("headers", "slow", per="byte")]}, ceiling_s=60)
+    assert crawl.paced_s > crawl.ceiling_s
+    assert not crawl.is_alive
+    c = contract_for(crawl)
+    assert c.ideal == "reply_or_error" and not c.alive
+    # the same pace per event fits: still slow but alive, a kill is false
+    steady = make(script={"rules": [rule("headers", "slow")]}, ceiling_s=60)
+    assert 0 < steady.paced_s < steady.ceiling_s
+    assert steady.is_alive and contract_for(steady).alive
+
+
+@pytest.mark.parametrize(
+    ("fields", "visible"),
+    [
+        ({"api": "chat", "script": {"rules": [rule("event:1", "duplicate_event")]}}, False),
+        ({"api": "messages", "script": {"rules": [rule("event:3", "drop_event")]}}, False),
+        # Responses restates the answer in response.completed: an edit shows
+        ({"api": "responses", "script": {"rules": [rule("event:3", "swap_events")]}}, True),
+        # a tool call's arguments are JSON: an edit breaks them
+        (
+            {
+                "api": "chat",
+                "script": {"reply": "tool_call", "rules": [rule("event:4", "duplicate_event")]},
+            },
+            True,
+        ),
+        # a body edited whole shows its broken structure
+        (
+            {
+                "api": "chat",
+                "stream": False,
+                "script": {"rules": [rule("event:0", "drop_field", field="choices")]},
+            },
+            True,
+        ),
+        # every stream also cut: a client sees that much
+        (
+            {
+                "api": "chat",
+                "script": {
+                    "rules": [rule("event:1", "duplicate_event"), rule("event:3", "truncate")]
+                },
+            },
+            True,
+        ),
+    ],
+)
+def test_honest_reply_asks_only_for_the_edits_a_client_can_see(fields, visible):
+    scenario = make(**fields)
+    c = contract_for(scenario)
+    assert c.edits_visible is visible
+    changed = Outcome("wrong_content", "differs at character 6")
+    verdict = judge(c, facts(changed))
+    assert ("honest_reply" in verdict.failed_checks) is visible
+    # an error text returned as the reply is dishonest whatever the edit
+    assert "honest_reply" in judge(c, facts(Outcome("error_as_reply"))).failed_checks
+
+
+def test_a_pacing_toxic_slower_than_the_ceiling_is_not_alive_and_a_gentle_one_is():
+    def behind(toxic):
+        return make(
+            script={"rules": []},
+            ceiling_s=20,
+            network={"backend": "toxiproxy", "toxics": [toxic]},
+        )
+
+    # harness fuzz on the reference: latency 30 s a write, "killed" by its own deadlines
+    crawl = behind({"type": "latency", "latency": 30000})
+    assert crawl.paced_s > crawl.ceiling_s and not crawl.is_alive
+    assert contract_for(crawl).ideal == "reply_or_error"
+    gentle = behind({"type": "latency", "latency": 100})
+    assert 0 < gentle.paced_s < gentle.ceiling_s and gentle.is_alive
+    assert behind({"type": "bandwidth", "rate": 0}).paced_s == float("inf")

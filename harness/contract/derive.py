@@ -23,6 +23,9 @@ without one it hits every attempt, so no retry can get past it.
 - **bound_s**: unset: the call must end (return or raise) within the runner's outer
   ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
+- **edits_visible**: False where the content edits are invisible to any client (a text
+  delta duplicated, dropped, swapped or stripped of a field in a chat or Messages
+  stream): ``honest_reply`` then does not fail a changed text (``wrong_content``).
 - **dead_peer** / **dead_peer_bound_s**: a silent or dead peer fault
   (``harness.contract.dead_peer``).
 
@@ -34,8 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.apis import api_for
 from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.spec import ContractSpec
+from harness.replies import TOOL_REPLY_SHAPES
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
@@ -77,6 +82,12 @@ class Contract:
     #: the transport must notice one within ``dead_peer_bound_s`` real seconds.
     dead_peer: str | None = None
     dead_peer_bound_s: float | None = None
+    #: False when the script's content edits are invisible to any client: a text delta
+    #: duplicated, dropped or swapped in a stream that never restates the answer (chat,
+    #: Messages) reads like an answer the model meant; ``honest_reply`` then cannot ask
+    #: for it back (a dropped last delta reads as a shorter answer: neither a changed nor
+    #: a shorter text fails it; an error text returned as the reply still does).
+    edits_visible: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -102,6 +113,7 @@ def contract_for(scenario: Scenario) -> Contract:
         retry_after_s=max(retry_after) if retry_after else None,
         no_retry=no_retry,
         alive=scenario.is_alive,
+        edits_visible=_edits_visible(scenario),
         **dead_peer_terms(scenario, getattr(spec, "dead_peer_bound_s", None)),
     )
     overrides = {k: v for k, v in spec.model_dump().items() if v is not None}
@@ -133,12 +145,32 @@ def _reply_possible(scenario: Scenario) -> bool:
         return False  # the author says progress stops (e.g. slower than any hard ceiling)
     if any(r.fault.action.corrupting for r in scenario.script.rules):
         return False
+    if scenario.paced_s > scenario.ceiling_s:
+        return False  # paced slower than any call may last: the client must end it
     if scenario.backend != "server" and not scenario.is_alive:
         return False  # the fault is in the network, not in the script: not known here
     stopping = [
         r for r in scenario.script.rules if r.fault.action.terminal or r.fault.action.alters_content
     ]
     return all(_escapable(rule) for rule in stopping)
+
+
+def _edits_visible(scenario: Scenario) -> bool:
+    """Can a client see the script's content edits? A tool call's arguments are JSON (an
+    edit breaks them); a body edited as a whole shows its broken structure; a stream that
+    restates its answer at the end (Responses) shows a text edit. A text or reasoning
+    delta duplicated, dropped, swapped or stripped of a field in a chat or Messages
+    stream leaves nothing to compare with."""
+    rules = scenario.script.rules
+    if not any(r.fault.action.alters_content for r in rules):
+        return True
+    plan = scenario.reply_plan()
+    cuts = [r for r in rules if r.fault.action.terminal and r.fault.action.applies(plan)]
+    if any(not _escapable(r) for r in cuts):
+        return True  # every stream is also cut: that much a client can see
+    if scenario.script.reply in TOOL_REPLY_SHAPES or not scenario.stream:
+        return True
+    return api_for(scenario.api).restates_answer
 
 
 def _escapable(rule: Any) -> bool:

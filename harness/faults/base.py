@@ -169,6 +169,12 @@ class Action:
         notice (``harness.contract.dead_peer``)."""
         return False
 
+    def paced_s(self, units: int, body_bytes: int) -> float:
+        """Scenario seconds this action alone adds to a healthy reply when it fires with
+        ``units`` events and ``body_bytes`` bytes still to send (a delay per event or per
+        byte); 0 for an action that sets no pace."""
+        return 0.0
+
     def scaled(self, k: float) -> Action:
         """A copy with every ``*_s`` duration multiplied by ``k`` (None stays None)."""
         changes = {}

@@ -150,6 +150,11 @@ class NetworkHandle:
             self._note(
                 "netem", "trigger_missed", f"{label}: {trigger} did not happen within {timeout:g} s"
             )
+        except (RuntimeError, OSError) as exc:  # ToxiproxyError, RelayError, KernelNetemError
+            # a fault fired from this thread as the case ends finds its backend going
+            # down: recorded on the timeline (never a fault reached), not a stray traceback
+            when = "after the case ended" if self._closed.is_set() else "during the case"
+            self._note("netem", "fire_failed", f"{label} {when}: {type(exc).__name__}: {exc}")
         finally:
             if release is not None:
                 release()  # after the fault is in place (or will never be): the body goes on

@@ -25,7 +25,7 @@ class NaiveClient:
             base_url=base_url,
             api_key=api_key,
             max_retries=0,
-            timeout=httpx.Timeout(10, read=read_s),
+            timeout=openai.Timeout(10, read=read_s),  # the SDK's own (httpx2's under 3.x)
         )
 
     def complete(

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 
@@ -40,7 +39,7 @@ def _script(**fault: object) -> object:
 def _texts(base_url: str) -> tuple[list[str], BaseException | None]:
     """The SDK's deltas of one streamed chat request, and the error that ended it."""
     client = openai.OpenAI(
-        base_url=base_url, api_key="sk-test-key", timeout=httpx.Timeout(10.0), max_retries=0
+        base_url=base_url, api_key="sk-test-key", timeout=openai.Timeout(10.0), max_retries=0
     )
     texts: list[str] = []
     try:

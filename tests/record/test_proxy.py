@@ -32,7 +32,8 @@ def _script(**fault: object) -> object:
 
 
 def _sdk(base_url: str, *, read_s: float = 10.0, retries: int = 0) -> openai.OpenAI:
-    timeout = httpx.Timeout(10.0, read=read_s)
+    # the SDK's own Timeout (httpx's under openai 2.x, httpx2's under 3.x)
+    timeout = openai.Timeout(10.0, read=read_s)
     return openai.OpenAI(
         base_url=base_url, api_key="sk-test-key", timeout=timeout, max_retries=retries
     )

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 __all__ = ["HonestReply"]
 
 _DISHONEST = frozenset({"truncated_as_complete", "wrong_content", "error_as_reply"})
+#: What an invisible edit of the text makes of an honest reply: changed, or shorter.
+_EDITED = frozenset({"truncated_as_complete", "wrong_content"})
 
 
 @register
@@ -26,10 +28,15 @@ class HonestReply(Check):
         "a partial, different or error text came back as the reply (`truncated_as_complete`, "
         "`wrong_content`, `error_as_reply`)"
     )
-    needs = "the reply text against the server's `expected_text`"
+    needs = (
+        "the reply text against the server's `expected_text`; whether the script's content "
+        "edits are visible to a client (`edits_visible`)"
+    )
     shown_in = "`outcome`, the reply text"
 
     def holds(self, contract: Contract, facts: Facts) -> bool:
+        if facts.outcome.kind in _EDITED and not contract.edits_visible:
+            return True  # an edit no client can see: the changed text is all there was
         return facts.outcome.kind not in _DISHONEST
 
     def evidence(self, contract: Contract, facts: Facts) -> str:

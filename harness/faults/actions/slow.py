@@ -24,6 +24,9 @@ class Slow(Action):
         check_duration("delay_s", self.delay_s, optional=False)
         check_choice("per", self.per, ("event", "byte"))
 
+    def paced_s(self, units: int, body_bytes: int) -> float:
+        return self.delay_s * (body_bytes if self.per == "byte" else units)
+
     async def fire(self, site: Site) -> None:
         if self.per == "byte":
             site.slow_bytes(self.delay_s)

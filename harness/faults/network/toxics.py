@@ -117,6 +117,20 @@ class Toxic:
         """True when this toxic ends the stream's progress (:data:`STOPPING_TOXICS`)."""
         return self.type in STOPPING_TOXICS
 
+    def paced_s(self, units: int, body_bytes: int) -> float:
+        """Seconds (scenario, as its attributes) this toxic alone adds to a reply of
+        ``units`` writes and ``body_bytes`` bytes: a latency per write (Toxiproxy delays
+        each chunk it relays), a bandwidth cap over every byte, a slicer's delay per
+        slice; 0 for the others."""
+        a = self.attrs
+        if self.type == "latency":
+            return units * (a["latency"] + a["jitter"]) / 1000
+        if self.type == "bandwidth":
+            return math.inf if a["rate"] == 0 else body_bytes / (a["rate"] * 1000)
+        if self.type == "slicer":
+            return body_bytes / max(1, a["average_size"]) * a["delay"] / 1e6
+        return 0.0
+
     @property
     def attrs(self) -> dict[str, int]:
         return dict(self.attributes)
