@@ -393,3 +393,62 @@ def test_a_pacing_toxic_slower_than_the_ceiling_is_not_alive_and_a_gentle_one_is
     gentle = behind({"type": "latency", "latency": 100})
     assert 0 < gentle.paced_s < gentle.ceiling_s and gentle.is_alive
     assert behind({"type": "bandwidth", "rate": 0}).paced_s == float("inf")
+
+
+def test_a_no_retry_status_on_the_retry_leaves_the_first_retry_free():
+    # harness fuzz on the reference: a 500 on attempt 1, then a 401 on attempt 2 -- the
+    # first retry was right, and nothing may follow the 401
+    c = contract_for(
+        make(
+            script={
+                "rules": [
+                    rule("request", "status", {"attempts": [1]}, code=500),
+                    rule("request", "status", {"attempts": [2]}, code=401),
+                ]
+            }
+        )
+    )
+    first, final = "status@request(code=500)", "status@request(code=401)"
+    retried = facts(requests=2, request_log=[(1.0, first), (1.5, final)])
+    assert judge(c, retried).verdict != "fail"
+    again = facts(requests=3, request_log=[(1.0, first), (1.5, final), (2.0, None)])
+    assert judge(c, again).failed_checks == ("no_retry_non_retryable",)
+    assert evidence_for(c, again, ("no_retry_non_retryable",)) == {
+        "no_retry_non_retryable": "1 request(s) after a status no retry can fix, for 1 call(s)"
+    }
+
+
+def test_a_retry_after_on_a_later_attempt_owes_the_first_retry_nothing():
+    c = contract_for(
+        make(
+            script={
+                "rules": [
+                    rule("request", "status", {"attempts": [1]}, code=500),
+                    rule("request", "status", {"attempts": [2]}, code=429, retry_after_s=2.0),
+                ]
+            }
+        )
+    )
+    five, limited = "status@request(code=500)", "status@request(code=429, retry_after_s=1.0)"
+    # at 0.5: the 500 owes nothing (a quick retry), the 429 owes 1 s (scaled)
+    log = [(10.0, five), (10.05, limited), (11.1, None)]
+    assert judge(c, facts(time_scale=0.5, requests=3, request_log=log)).verdict == "pass"
+    early = [(10.0, five), (10.05, limited), (10.2, None)]
+    failed = judge(c, facts(time_scale=0.5, requests=3, request_log=early)).failed_checks
+    assert failed == ("retry_after",)
+
+
+def test_an_edit_is_invisible_only_where_it_leaves_another_answer_that_reads_whole():
+    def visible(api, reply, phase, action, **params):
+        script = {"reply": reply, "rules": [rule(phase, action, **params)]}
+        return contract_for(make(api=api, script=script)).edits_visible
+
+    # harness fuzz on the reference: a Messages argument fragment inside a JSON string
+    # duplicated -- still a JSON object, another path: no client can tell
+    assert not visible("messages", "tool_call", "event:4", "duplicate_event")
+    # the same edit where it breaks the JSON: a client sees it (the catalog's scenario)
+    assert visible("chat", "tool_call", "event:4", "duplicate_event")
+    # an edit that changes nothing of the answer: every client must return it whole
+    assert visible("chat", "tool_call", "event:0", "drop_field", field="finish_reason")
+    # response.completed restates the answer: a swapped text delta shows
+    assert visible("responses", "text", "event:5", "swap_events")

@@ -88,10 +88,6 @@ class Api:
     requires_max_tokens: ClassVar[bool] = False
     #: :meth:`sdk_request` returns the raw response itself (not a context manager).
     sdk_returns_response: ClassVar[bool] = False
-    #: The stream ends with the whole answer restated (Responses' ``response.completed``
-    #: carries its output): a client can see that a text delta was duplicated, dropped or
-    #: swapped on the way. Without it (chat, Messages) an edited text delta is invisible.
-    restates_answer: ClassVar[bool] = False
 
     @property
     def path(self) -> str:

@@ -259,7 +259,6 @@ class Responses(Api):
     terminal_marker = "response.completed"
     terminal_events = frozenset({"response.completed", "response.incomplete"})
     frame = (b"event: response.output_text.delta\ndata: ", b"\n\n")
-    restates_answer = True
 
     def fold(self, event: str, data: str, sink: Sink) -> str:
         if is_done(data):

@@ -12,8 +12,11 @@ without one it hits every attempt, so no retry can get past it.
   client must not retry, a ``Retry-After`` asks for a wait the client may not afford, or
   the scenario says ``alive = false``.
 - **no_retry**: a status rule with a code no retry can fix (400 context length, 401, 403,
-  404, 413, 422, content filter): one request per call.
-- **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that.
+  404, 413, 422, content filter): no request of the call after one that rule answered (a
+  rule on the retry only leaves the first retry free); its record is ``no_retry_faults``.
+- **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that after
+  a request that rule answered (``retry_after_by_fault``; a rule on a later attempt owes
+  the first retry nothing).
 - **max_requests**: from the fault, not from any client's retry settings. A
   ``Retry-After`` on some attempts admits one retry after each such answer (a wait longer
   than the bound admits none); otherwise ``DEFAULT_REQUESTS_PER_CALL`` per call (a correct
@@ -24,8 +27,9 @@ without one it hits every attempt, so no retry can get past it.
   ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
 - **edits_visible**: False where the content edits are invisible to any client (a text
-  delta duplicated, dropped, swapped or stripped of a field in a chat or Messages
-  stream): ``honest_reply`` then does not fail a changed text (``wrong_content``).
+  delta edited in a chat or Messages stream, a tool call's arguments edited into other
+  valid JSON; ``harness.contract.visible``): ``honest_reply`` then does not fail a
+  changed or shorter text.
 - **dead_peer** / **dead_peer_bound_s**: a silent or dead peer fault
   (``harness.contract.dead_peer``).
 
@@ -37,10 +41,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.apis import api_for
 from harness.contract.dead_peer import dead_peer_terms
+from harness.contract.facts import status_key
 from harness.contract.spec import ContractSpec
-from harness.replies import TOOL_REPLY_SHAPES
+from harness.contract.visible import edits_visible
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
@@ -71,7 +75,14 @@ class Contract:
     bound_s: float | None = None
     calls: int = 1
     retry_after_s: float | None = None
+    #: (a rule's :func:`~harness.contract.facts.status_key`, its Retry-After in scenario seconds): the
+    #: wait owed after a request that rule answered (empty: ``retry_after_s`` after any
+    #: status answer, as a ``[contract]`` table states it)
+    retry_after_by_fault: tuple[tuple[str, float], ...] = ()
     no_retry: bool = False
+    #: the status keys of the rules whose status no retry can fix: no request of the call may
+    #: follow one (empty: ``no_retry`` counts every request, as a table states it)
+    no_retry_faults: tuple[str, ...] = ()
     max_requests_per_window: int = DEFAULT_MAX_REQUESTS_PER_WINDOW
     window_s: float = DEFAULT_WINDOW_S
     alive_after: bool = True
@@ -96,9 +107,14 @@ class Contract:
 def contract_for(scenario: Scenario) -> Contract:
     """The scenario's contract: derived defaults, then its ``[contract]`` overrides."""
     rules = scenario.script.rules
-    statuses = [r.fault.action for r in rules if r.fault.action.answers_status]
-    no_retry = any(getattr(a, "code", None) in NON_RETRYABLE_STATUSES for a in statuses)
-    retry_after = [a.retry_after_s for a in statuses if getattr(a, "retry_after_s", None)]
+    answering = [r for r in rules if r.fault.action.answers_status]
+    statuses = [r.fault.action for r in answering]
+    final = [
+        r for r in answering if getattr(r.fault.action, "code", None) in NON_RETRYABLE_STATUSES
+    ]
+    no_retry = bool(final)
+    timed = [r for r in answering if getattr(r.fault.action, "retry_after_s", None)]
+    retry_after = [r.fault.action.retry_after_s for r in timed]
     calls = scenario.request.calls
     # Waiting out a Retry-After may not fit the client's own budget: giving up cleanly is safe.
     waits = any(
@@ -111,9 +127,13 @@ def contract_for(scenario: Scenario) -> Contract:
         max_requests=_request_budget(scenario, bound_s=spec.bound_s),
         calls=calls,
         retry_after_s=max(retry_after) if retry_after else None,
+        retry_after_by_fault=tuple(
+            (status_key(str(r.fault)), r.fault.action.retry_after_s) for r in timed
+        ),
         no_retry=no_retry,
+        no_retry_faults=tuple(status_key(str(r.fault)) for r in final),
         alive=scenario.is_alive,
-        edits_visible=_edits_visible(scenario),
+        edits_visible=edits_visible(scenario, escapable=_escapable),
         **dead_peer_terms(scenario, getattr(spec, "dead_peer_bound_s", None)),
     )
     overrides = {k: v for k, v in spec.model_dump().items() if v is not None}
@@ -153,24 +173,6 @@ def _reply_possible(scenario: Scenario) -> bool:
         r for r in scenario.script.rules if r.fault.action.terminal or r.fault.action.alters_content
     ]
     return all(_escapable(rule) for rule in stopping)
-
-
-def _edits_visible(scenario: Scenario) -> bool:
-    """Can a client see the script's content edits? A tool call's arguments are JSON (an
-    edit breaks them); a body edited as a whole shows its broken structure; a stream that
-    restates its answer at the end (Responses) shows a text edit. A text or reasoning
-    delta duplicated, dropped, swapped or stripped of a field in a chat or Messages
-    stream leaves nothing to compare with."""
-    rules = scenario.script.rules
-    if not any(r.fault.action.alters_content for r in rules):
-        return True
-    plan = scenario.reply_plan()
-    cuts = [r for r in rules if r.fault.action.terminal and r.fault.action.applies(plan)]
-    if any(not _escapable(r) for r in cuts):
-        return True  # every stream is also cut: that much a client can see
-    if scenario.script.reply in TOOL_REPLY_SHAPES or not scenario.stream:
-        return True
-    return api_for(scenario.api).restates_answer
 
 
 def _escapable(rule: Any) -> bool:

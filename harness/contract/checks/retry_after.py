@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.contract.check import Check, register
+from harness.contract.facts import status_key
 from harness.faults import ACTIONS
 from harness.tcpinfo import TICK_S
 
@@ -50,11 +51,17 @@ def early_retry(contract: Contract, facts: Facts) -> tuple[float, float] | None:
     stamps (each is a kernel tick coarse, :data:`harness.tcpinfo.TICK_S`)."""
     if contract.retry_after_s is None:
         return None
-    wait = contract.retry_after_s * facts.time_scale
-    allowed = wait * RETRY_AFTER_SLACK - 2 * TICK_S
+    owed = dict(contract.retry_after_by_fault)
     log = list(facts.request_log)
     for (t, fault), (t_next, _) in zip(log, log[1:], strict=False):
-        if _answered_with_status(fault) and t_next - t < allowed:
+        if owed:  # the wait the rule that answered this request sent (none: nothing owed)
+            told = owed.get(status_key(fault))
+        else:  # a [contract] table's wait, after any status answer
+            told = contract.retry_after_s if _answered_with_status(fault) else None
+        if told is None:
+            continue
+        wait = told * facts.time_scale
+        if t_next - t < wait * RETRY_AFTER_SLACK - 2 * TICK_S:
             return t_next - t, wait
     return None
 
