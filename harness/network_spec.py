@@ -153,16 +153,21 @@ def network_from_dict(data: Mapping[str, Any] | None, *, where: str = "network")
     return NetworkSpec()
 
 
-def stops_progress(spec: NetworkSpec | None) -> bool:
+def stops_progress(spec: NetworkSpec | None, *, framing: str = "chunked") -> bool:
     """True when the network in between ends the stream's progress by itself: a kernel
-    dead peer, a relay mode that stops relaying (``hold``), a stopping toxic
+    dead peer, a relay mode that stops relaying (``hold``), a relay that silences a
+    close where the close is what ends the body (``swallow_close`` with ``framing =
+    "close"``: the client never sees the end), a stopping toxic
     (:data:`~harness.faults.network.toxics.STOPPING_TOXICS`). A relay that passes, cuts
-    only an idle leg or swallows only a close the server makes, and a toxic that only
-    slows the bytes, leave a healthy stream alive."""
+    only an idle leg or swallows a close after a body that ends by itself, and a toxic
+    that only slows the bytes, leave a healthy stream alive."""
     if spec is None or spec.backend == "server":
         return False
     if spec.backend == "kernel":
         return True
     if spec.backend == "relay":
-        return spec.relay is not None and not MODE_TYPES[spec.relay.mode].flowing
+        if spec.relay is None:
+            return False
+        mode = MODE_TYPES[spec.relay.mode]
+        return not mode.flowing or (mode.silences and framing == "close")
     return any(t.stops_progress for t in spec.toxics)

@@ -275,7 +275,7 @@ class Scenario(_ScenarioFields):
         neither does the network in between: a hold, a stopping toxic, a dead peer)."""
         if self.alive is not None:
             return self.alive
-        if stops_progress(self.network):
+        if stops_progress(self.network, framing=self.script.framing):
             return False
         if any(rule.fault.action.terminal for rule in self.script.rules):
             return False

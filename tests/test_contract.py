@@ -452,3 +452,39 @@ def test_an_edit_is_invisible_only_where_it_leaves_another_answer_that_reads_who
     assert visible("chat", "tool_call", "event:0", "drop_field", field="finish_reason")
     # response.completed restates the answer: a swapped text delta shows
     assert visible("responses", "text", "event:5", "swap_events")
+
+
+def test_a_long_retry_after_ends_the_call_at_the_first_request_its_rule_answers():
+    # harness fuzz on the reference: a drip takes attempt 1, a 429 asking 90 s takes
+    # attempt 2 -- the retry after the drip was right; none after the 429
+    scenario = make(
+        ceiling_s=60,
+        script={
+            "rules": [
+                rule("headers", "drip", {"attempts": [1]}),
+                rule("accept", "status", {"attempts": [1, 2]}, code=429, retry_after_s=90.0),
+            ]
+        },
+    )
+    assert contract_for(scenario).max_requests == 2
+    alone = make(
+        ceiling_s=60,
+        script={
+            "rules": [rule("accept", "status", {"attempts": [1, 2]}, code=429, retry_after_s=90.0)]
+        },
+    )
+    assert contract_for(alone).max_requests == 1
+
+
+def test_a_relay_swallowing_the_close_that_ends_a_close_delimited_body_stops_it():
+    # harness fuzz on the reference: framing = "close" behind swallow_close -- the body's
+    # end is the close the relay swallows, so no client can see it end: not alive
+    def behind(framing):
+        return make(
+            script={"rules": [], "framing": framing},
+            network={"backend": "relay", "relay": {"mode": "swallow_close"}},
+        )
+
+    assert not behind("close").is_alive
+    assert contract_for(behind("close")).ideal == "reply_or_error"
+    assert behind("chunked").is_alive  # the body ends by itself; the close comes after

@@ -154,9 +154,26 @@ def _request_budget(scenario: Scenario, *, bound_s: float | None) -> int:
     if waited:
         bound = scenario.ceiling_s if bound_s is None else bound_s
         if all(r.fault.action.retry_after_s >= bound for r in waited):
-            return calls  # no retry fits in the bound: one request per call
+            # no retry fits in the bound: the call ends at the first request such a rule
+            # answers (a rule before it may take the earlier attempts: those are retried)
+            firsts = [_first_answered(r, scenario.script.rules) for r in waited]
+            return calls * min((f for f in firsts if f is not None), default=1)
         return needed  # one retry after each Retry-After answer, no more
     return max(DEFAULT_REQUESTS_PER_CALL * calls, needed)
+
+
+def _first_answered(rule: Any, rules: Any) -> int | None:
+    """The first attempt ``rule`` answers: its own attempts less those an earlier rule
+    takes (the first matching rule wins); None when none is left to it."""
+    taken: set[int] = set()
+    for other in rules:
+        if other is rule:
+            left = sorted(set(rule.match.attempts) - taken)
+            return left[0] if left else None
+        if other.match.attempts is None:
+            return None  # an earlier rule takes every attempt
+        taken |= set(other.match.attempts)
+    return None
 
 
 def _reply_possible(scenario: Scenario) -> bool:

@@ -296,7 +296,10 @@ class Connection(asyncio.BufferedProtocol):
         """Shut down our write side (FIN); keep reading."""
         self._push()
         if self.transport is not None and not self.lost and self.transport.can_write_eof():
-            self.transport.write_eof()
+            try:
+                self.transport.write_eof()
+            except OSError as exc:  # the peer went first (ENOTCONN): its close is the record
+                self._record("write_eof_failed", error=f"{type(exc).__name__}: {exc}")
 
     def reset(self, reason: str = "rst") -> None:
         """Abort with SO_LINGER 0 so the peer gets RST / ECONNRESET."""
