@@ -240,11 +240,11 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
             raise common.UsageError(
                 f"--action {action!r} is not valid ({known}); allowed: {', '.join(playable)}"
             )
-    backends = _backends(args.backend)
     reference = None if args.reference == "none" else args.reference
     if reference is not None:
         common.selected_targets(argparse.Namespace(target=[reference], target_python=None))
         require_runnable([reference])
+    backends = _backends(args.backend)  # last: it may say what it leaves out
     return FuzzSettings(
         target=target,
         apis=apis,

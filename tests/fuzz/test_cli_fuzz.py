@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--action", "explode"], "--action 'explode' is not valid (unknown)"),
         (["--action", "swallow_close"], "a relay action, not drawn"),
         (["--reference", "no-such-target"], "--target 'no-such-target' is not valid"),
+        (["--backend", "carrier-pigeon"], "--backend 'carrier-pigeon' is not valid"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
@@ -43,6 +44,20 @@ def test_a_target_that_cannot_run_stops_before_the_first_example(tmp_path, capsy
     code = main(["fuzz", "-t", "no_such_module_h6:Client", "--out", str(out), "--db", "none"])
     err = capsys.readouterr().err
     assert code == EXIT_INPUT and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_a_named_backend_that_cannot_run_here_stops_before_the_first_example(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HARNESS_TOXIPROXY_BIN", str(tmp_path / "no-toxiproxy-here"))
+    out = tmp_path / "findings"
+    code = main(
+        ["fuzz", "-t", "openai-sdk", "--backend", "toxiproxy", "--out", str(out), "--db", "none"]
+    )
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT and err.count("\n") == 1, err
+    assert "--backend toxiproxy cannot run here" in err and "no-toxiproxy-here" in err
     assert not out.exists()
 
 
