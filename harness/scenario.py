@@ -59,10 +59,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.apis import APIS, ApiName, api_for
+from harness import scenario_pace
+from harness.apis import APIS, ApiName
 from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
-from harness.network_spec import network_for, stops_progress
+from harness.network_spec import network_for
 from harness.outcome import Expected
 from harness.scenario_errors import (
     SECONDS_FIELDS,
@@ -271,41 +272,9 @@ class Scenario(_ScenarioFields):
 
     @property
     def is_alive(self) -> bool:
-        """True when no deadline should fire (``alive``, else: no rule stops progress and
-        neither does the network in between: a hold, a stopping toxic, a dead peer)."""
-        if self.alive is not None:
-            return self.alive
-        if stops_progress(self.network, framing=self.script.framing):
-            return False
-        if any(rule.fault.action.terminal for rule in self.script.rules):
-            return False
-        # a pace no call can finish within its ceiling: the client must end it
-        return self.paced_s <= self.ceiling_s
-
-    def reply_plan(self) -> Any:
-        """The healthy reply the fault server plans for this scenario's request
-        (``harness.server.apis.ReplyPlan``: its units, kinds, tool calls)."""
-        return _reply_plan(self)
-
-    @property
-    def paced_s(self) -> float:
-        """Scenario seconds the script's pacing rules (``slow``) or a pacing toxic
-        (latency, bandwidth, slicer) alone add to the healthy reply, the slowest counted
-        over what is left of the reply where it fires."""
-        paced = [r for r in self.script.rules if r.fault.action.paced_s(1, 1) > 0]
-        toxics = [t for t in (self.network.toxics if self.network else ()) if t.paced_s(1, 1) > 0]
-        if not paced and not toxics:
-            return 0.0
-        units = list(self.reply_plan().units)
-        sizes = [len(u) for u in units]
-        worst = 0.0
-        for rule in paced:
-            phase = rule.fault.phase
-            start = phase.n if phase.kind == "event" else 0
-            left_bytes = sum(sizes) - phase.n if phase.kind == "bytes" else sum(sizes[start:])
-            left = len(units) - start
-            worst = max(worst, rule.fault.action.paced_s(left, max(0, left_bytes)))
-        return max([worst, *(t.paced_s(len(units), sum(sizes)) for t in toxics)])
+        """True when no deadline should fire: ``alive``, else as derived
+        (:func:`harness.scenario_pace.derived_alive`)."""
+        return self.alive if self.alive is not None else scenario_pace.derived_alive(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(exclude={"script", "path", "network"})
@@ -428,29 +397,3 @@ def _allowed(targets: Iterable[str] | None) -> str:
     from harness.targets import registered_targets
 
     return ", ".join(sorted(registered_targets())) + ", package.module:Class"
-
-
-def _reply_plan(scenario: Scenario) -> Any:
-    """The scenario's healthy reply as the fault server plans it (``ReplyPlan``)."""
-    # the reply plan is the server's: imported only where a plan is asked for
-    from harness.replies import DEFAULT_TOOL_SPEC, TOOL_REPLY_SHAPES, tools_for_api
-    from harness.server.apis import plan_reply
-
-    request, script = scenario.request, scenario.script
-    body: dict[str, Any] = {
-        **api_for(scenario.api).request_template(request.messages()),
-        "stream": scenario.stream,
-    }
-    offered = [t.model_dump() for t in request.tools] if request.tools is not None else None
-    if offered is None and script.reply in TOOL_REPLY_SHAPES:
-        offered = [DEFAULT_TOOL_SPEC]
-    if offered:
-        body["tools"] = tools_for_api(offered, scenario.api)
-    return plan_reply(
-        scenario.api,
-        body,
-        events=script.events,
-        shape=script.reply,
-        reasoning_events=script.reasoning_events,
-        dialect=script.dialect,
-    )

@@ -10,6 +10,7 @@ from harness.contract import CHECKS, Facts, Verdict, contract_for, judge
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.outcome import Expected, Outcome
 from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
+from harness.scenario_pace import paced_s
 
 OK = Outcome("ok")
 TYPED = Outcome("error", "StreamIdleTimeout", ("StreamIdleTimeout", "StallError"))
@@ -321,13 +322,13 @@ def test_a_pace_no_call_can_finish_within_its_ceiling_is_not_alive():
     # slow per byte from the headers on: ~2 KB at 0.1 s a byte, far past a 60 s ceiling
     # (harness fuzz on the reference: its deadlines "killed" a stream no call could wait out)
     crawl = make(script={"rules": [rule("headers", "slow", per="byte")]}, ceiling_s=60)
-    assert crawl.paced_s > crawl.ceiling_s
+    assert paced_s(crawl) > crawl.ceiling_s
     assert not crawl.is_alive
     c = contract_for(crawl)
     assert c.ideal == "reply_or_error" and not c.alive
     # the same pace per event fits: still slow but alive, a kill is false
     steady = make(script={"rules": [rule("headers", "slow")]}, ceiling_s=60)
-    assert 0 < steady.paced_s < steady.ceiling_s
+    assert 0 < paced_s(steady) < steady.ceiling_s
     assert steady.is_alive and contract_for(steady).alive
 
 
@@ -388,11 +389,11 @@ def test_a_pacing_toxic_slower_than_the_ceiling_is_not_alive_and_a_gentle_one_is
 
     # harness fuzz on the reference: latency 30 s a write, "killed" by its own deadlines
     crawl = behind({"type": "latency", "latency": 30000})
-    assert crawl.paced_s > crawl.ceiling_s and not crawl.is_alive
+    assert paced_s(crawl) > crawl.ceiling_s and not crawl.is_alive
     assert contract_for(crawl).ideal == "reply_or_error"
     gentle = behind({"type": "latency", "latency": 100})
-    assert 0 < gentle.paced_s < gentle.ceiling_s and gentle.is_alive
-    assert behind({"type": "bandwidth", "rate": 0}).paced_s == float("inf")
+    assert 0 < paced_s(gentle) < gentle.ceiling_s and gentle.is_alive
+    assert paced_s(behind({"type": "bandwidth", "rate": 0})) == float("inf")
 
 
 def test_a_no_retry_status_on_the_retry_leaves_the_first_retry_free():

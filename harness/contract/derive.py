@@ -45,6 +45,7 @@ from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.facts import status_key
 from harness.contract.spec import ContractSpec
 from harness.contract.visible import edits_visible
+from harness.scenario_pace import paced_s
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
@@ -182,7 +183,7 @@ def _reply_possible(scenario: Scenario) -> bool:
         return False  # the author says progress stops (e.g. slower than any hard ceiling)
     if any(r.fault.action.corrupting for r in scenario.script.rules):
         return False
-    if scenario.paced_s > scenario.ceiling_s:
+    if paced_s(scenario) > scenario.ceiling_s:
         return False  # paced slower than any call may last: the client must end it
     if scenario.backend != "server" and not scenario.is_alive:
         return False  # the fault is in the network, not in the script: not known here

@@ -29,6 +29,7 @@ import json
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.apis import api_for
+from harness.scenario_pace import reply_plan
 from harness.sse import Event, SSEDecoder
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def edits_visible(scenario: Scenario, *, escapable: Any) -> bool:
     edits = [r for r in rules if r.fault.action.alters_content]
     if not edits or not scenario.stream:
         return True
-    plan = scenario.reply_plan()
+    plan = reply_plan(scenario)
     cuts = [r for r in rules if r.fault.action.terminal and r.fault.action.applies(plan)]
     if any(not escapable(r) for r in cuts):
         return True  # every stream is also cut: that much a client can see
