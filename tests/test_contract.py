@@ -356,15 +356,20 @@ def test_a_pace_no_call_can_finish_within_its_ceiling_is_not_alive():
             },
             True,
         ),
-        # every stream also cut: a client sees that much
+        # the first matching rule wins: an edit on attempt 1 and a cut (a drip) on every
+        # other attempt -- the edited attempt is never also cut (CI's seeded fuzz found
+        # the reference judged here before)
         (
             {
                 "api": "chat",
                 "script": {
-                    "rules": [rule("event:1", "duplicate_event"), rule("event:3", "truncate")]
+                    "rules": [
+                        rule("event:1", "duplicate_event", {"attempts": [1]}),
+                        rule("headers", "drip"),
+                    ]
                 },
             },
-            True,
+            False,
         ),
     ],
 )
@@ -377,6 +382,18 @@ def test_honest_reply_asks_only_for_the_edits_a_client_can_see(fields, visible):
     assert ("honest_reply" in verdict.failed_checks) is visible
     # an error text returned as the reply is dishonest whatever the edit
     assert "honest_reply" in judge(c, facts(Outcome("error_as_reply"))).failed_checks
+
+
+def test_a_shorter_text_is_excused_only_where_the_script_cuts_no_stream():
+    edit = rule("event:1", "duplicate_event", {"attempts": [1]})
+    shorter = Outcome("truncated_as_complete", "a prefix")
+    alone = contract_for(make(script={"rules": [edit]}))
+    assert "honest_reply" not in judge(alone, facts(shorter)).failed_checks
+    # a truncate on the other attempts: a shorter text is that cut, never excused
+    cut = contract_for(make(script={"rules": [edit, rule("event:3", "truncate")]}))
+    assert not cut.edits_visible
+    assert judge(cut, facts(shorter)).failed_checks == ("honest_reply",)
+    assert "honest_reply" not in judge(cut, facts(Outcome("wrong_content"))).failed_checks
 
 
 def test_a_pacing_toxic_slower_than_the_ceiling_is_not_alive_and_a_gentle_one_is():

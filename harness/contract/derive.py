@@ -26,7 +26,7 @@ without one it hits every attempt, so no retry can get past it.
 - **bound_s**: unset: the call must end (return or raise) within the runner's outer
   ceiling (``ceiling_s`` scaled, with its real-time floor).
 - **alive_after**, **no_leaks**: always.
-- **edits_visible**: False where the content edits are invisible to any client (a text
+- **edit_excuses**: the outcomes an edit invisible to any client explains (a text
   delta edited in a chat or Messages stream, a tool call's arguments edited into other
   valid JSON; ``harness.contract.visible``): ``honest_reply`` then does not fail a
   changed or shorter text.
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.facts import status_key
 from harness.contract.spec import ContractSpec
-from harness.contract.visible import edits_visible
+from harness.contract.visible import edit_excuses
 from harness.scenario_pace import paced_s
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
@@ -94,12 +94,15 @@ class Contract:
     #: the transport must notice one within ``dead_peer_bound_s`` real seconds.
     dead_peer: str | None = None
     dead_peer_bound_s: float | None = None
-    #: False when the script's content edits are invisible to any client: a text delta
-    #: duplicated, dropped or swapped in a stream that never restates the answer (chat,
-    #: Messages) reads like an answer the model meant; ``honest_reply`` then cannot ask
-    #: for it back (a dropped last delta reads as a shorter answer: neither a changed nor
-    #: a shorter text fails it; an error text returned as the reply still does).
-    edits_visible: bool = True
+    #: The dishonest outcomes an edit no client can see explains
+    #: (``harness.contract.visible``): a text delta duplicated, dropped or swapped in a
+    #: stream that never restates the answer reads like the answer the model meant, so
+    #: ``honest_reply`` does not fail them; an error text returned as the reply always.
+    edit_excuses: tuple[str, ...] = ()
+
+    @property
+    def edits_visible(self) -> bool:
+        return not self.edit_excuses
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -134,7 +137,7 @@ def contract_for(scenario: Scenario) -> Contract:
         no_retry=no_retry,
         no_retry_faults=tuple(status_key(str(r.fault)) for r in final),
         alive=scenario.is_alive,
-        edits_visible=edits_visible(scenario, escapable=_escapable),
+        edit_excuses=edit_excuses(scenario),
         **dead_peer_terms(scenario, getattr(spec, "dead_peer_bound_s", None)),
     )
     overrides = {k: v for k, v in spec.model_dump().items() if v is not None}

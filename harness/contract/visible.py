@@ -13,10 +13,10 @@ API's own fold (text, reasoning aside, and each tool call's arguments):
 - the edit leaves another answer that reads as whole (a chat or Messages text delta
   duplicated, dropped or swapped; a fragment inside a JSON string value duplicated):
   no client can tell it from what the model meant, so ``honest_reply`` does not fail a
-  changed or shorter text (:attr:`Contract.edits_visible` is False).
+  changed text, nor a shorter one unless the script also cuts some stream
+  (:attr:`Contract.edit_excuses`).
 
-A body edited whole (no stream) shows its broken structure, and a script that also
-cuts every stream shows that much: both judged as usual.
+A body edited whole (no stream) shows its broken structure: judged as usual.
 
 Pure: the reply plan, the action's ``edit_units`` and the API's fold, no sockets.
 
@@ -35,26 +35,30 @@ from harness.sse import Event, SSEDecoder
 if TYPE_CHECKING:
     from harness.scenario import Scenario
 
-__all__ = ["edits_visible"]
+__all__ = ["edit_excuses"]
 
 
 class _Unreadable(Exception):
     """The edited stream is not one a reader can take as whole: the edit shows."""
 
 
-def edits_visible(scenario: Scenario, *, escapable: Any) -> bool:
-    """True unless every content edit of the script is one no client can see
-    (``escapable(rule)``: a retry or a fresh connection gets past the rule)."""
+def edit_excuses(scenario: Scenario) -> tuple[str, ...]:
+    """The dishonest outcomes an edit no client can see explains (empty: every edit of
+    the script shows, or changes nothing). The first matching rule wins, so an edited
+    request is never also cut: where one of the script's edits is invisible, it may be
+    the answer that comes back (a changed text, or a shorter one where the edit dropped
+    the last delta); where the script also cuts some stream, a shorter text is that cut
+    and no edit excuses it."""
     rules = scenario.script.rules
     edits = [r for r in rules if r.fault.action.alters_content]
     if not edits or not scenario.stream:
-        return True
+        return ()
     plan = reply_plan(scenario)
-    cuts = [r for r in rules if r.fault.action.terminal and r.fault.action.applies(plan)]
-    if any(not escapable(r) for r in cuts):
-        return True  # every stream is also cut: that much a client can see
     healthy = _read(scenario.api, _units(plan))
-    return any(_shows(scenario.api, rule, plan, healthy) for rule in edits)
+    if all(_shows(scenario.api, rule, plan, healthy) for rule in edits):
+        return ()
+    cuts = any(r.fault.action.terminal and r.fault.action.applies(plan) for r in rules)
+    return ("wrong_content",) if cuts else ("truncated_as_complete", "wrong_content")
 
 
 def _units(plan: Any) -> list[tuple[bytes, bool]]:

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 __all__ = ["HonestReply"]
 
 _DISHONEST = frozenset({"truncated_as_complete", "wrong_content", "error_as_reply"})
-#: What an invisible edit of the text makes of an honest reply: changed, or shorter.
-_EDITED = frozenset({"truncated_as_complete", "wrong_content"})
 
 
 @register
@@ -30,12 +28,12 @@ class HonestReply(Check):
     )
     needs = (
         "the reply text against the server's `expected_text`; whether the script's content "
-        "edits are visible to a client (`edits_visible`)"
+        "edits are visible to a client (`edit_excuses`)"
     )
     shown_in = "`outcome`, the reply text"
 
     def holds(self, contract: Contract, facts: Facts) -> bool:
-        if facts.outcome.kind in _EDITED and not contract.edits_visible:
+        if facts.outcome.kind in contract.edit_excuses:
             return True  # an edit no client can see: the changed text is all there was
         return facts.outcome.kind not in _DISHONEST
 
