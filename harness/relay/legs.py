@@ -57,6 +57,8 @@ class Connection:
         self.last_upstream = time.monotonic()
         self.status = "connecting"
         self.finished = False
+        #: our FIN went to the client: its leg takes no more bytes from us
+        self.client_fin_sent = False
         self.last_states: dict[str, str] | None = None
         self.sample_lock = asyncio.Lock()
 
@@ -79,6 +81,7 @@ class Connection:
         """Half-close the client leg; ``fin_not_forwarded`` (with why) when it cannot."""
         failure = half_close(self.c_writer)
         if failure is None:
+            self.client_fin_sent = True
             self.record("client", "fin_forwarded")
         else:
             self.record("client", "fin_not_forwarded", failure)
@@ -93,8 +96,10 @@ class Connection:
 
     def answer(self, data: bytes) -> bool:
         """Write ``data`` to the client leg in the upstream's place (before closing it);
-        False when the leg is already closing. ``bytes_down`` stays the upstream's."""
-        if self.c_writer.is_closing():
+        False when the leg is already closing or half-closed (asyncio raises on a write
+        after ``write_eof``: it ended a pooled gateway mid-run). ``bytes_down`` stays the
+        upstream's."""
+        if self.client_fin_sent or self.c_writer.is_closing():
             return False
         self.c_writer.write(data)
         self.record("client", "answered", f"+{len(data)} in the upstream's place")

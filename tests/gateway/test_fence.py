@@ -4,6 +4,7 @@ a real relay in front of the fault server, on loopback sockets."""
 
 from __future__ import annotations
 
+import socket
 import threading
 
 import httpx
@@ -78,3 +79,21 @@ def test_a_leg_with_a_reply_under_way_is_closed_not_answered():
                 list(stream)
         assert first.choices is not None
     assert "answered" not in [e.kind for e in relay.timeline()]
+
+
+def test_a_leg_the_relay_already_half_closed_is_not_answered():
+    # The upstream closed before any byte (FIN at the request), the relay passed the FIN
+    # on, and the client kept its leg open: a write after our FIN raised in asyncio and
+    # ended a pooled LiteLLM gateway mid-run. The raw socket is that client.
+    fin = script_from_dict({"rules": [{"fault": {"phase": "request", "action": "fin"}}]})
+    with FaultServer(fin) as server, Relay(upstream=("127.0.0.1", server.port)) as relay:
+        with socket.create_connection(("127.0.0.1", relay.port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 2\r\n\r\n{}"
+            )
+            assert sock.recv(1024) == b""  # the relay's FIN: no bytes came from upstream
+            assert relay.close_connections(answer=ANSWER) == 0
+            assert relay.close_connections() == 0  # and the relay's loop is still serving
+    kinds = [e.kind for e in relay.timeline()]
+    assert "fin_forwarded" in kinds and "answered" not in kinds
