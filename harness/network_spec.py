@@ -35,9 +35,13 @@ __all__ = [
     "NetworkConflict",
     "network_for",
     "network_from_dict",
+    "hides_answers",
     "relay_actions",
     "stops_progress",
 ]
+
+#: Trigger kinds at or before which a response's status line has not gone out yet.
+_BEFORE_STATUS = frozenset({"start", "accept", "request"})
 
 #: The keys each backend's table may have.
 _KEYS = {
@@ -171,3 +175,20 @@ def stops_progress(spec: NetworkSpec | None, *, framing: str = "chunked") -> boo
         mode = MODE_TYPES[spec.relay.mode]
         return not mode.flowing or (mode.silences and framing == "close")
     return any(t.stops_progress for t in spec.toxics)
+
+
+def hides_answers(spec: NetworkSpec | None, *, framing: str = "chunked") -> bool:
+    """True when the network in between may keep the server's status answer from the
+    client: a fault that stops progress (:func:`stops_progress`) is in force before the
+    status line goes out (triggered at ``start``, ``accept`` or ``request``). The server
+    then records an answer the client may never have read (a Toxiproxy ``timeout`` eats
+    a 404 and closes: the client's retry is right), so no duty that an answer creates
+    (no retry after it, a Retry-After's wait) can be owed."""
+    if not stops_progress(spec, framing=framing):
+        return False
+    assert spec is not None  # stops_progress is False without a spec
+    if spec.backend == "kernel":
+        return spec.kernel is not None and spec.kernel.cut_at.kind in _BEFORE_STATUS
+    if spec.backend == "relay":
+        return spec.relay_at.kind in _BEFORE_STATUS
+    return any(t.stops_progress and t.at.kind in _BEFORE_STATUS for t in spec.toxics)

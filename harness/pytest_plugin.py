@@ -163,7 +163,11 @@ def resolve_option(config: pytest.Config, name: str) -> Any:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give harness tests a default pytest-timeout unless they set their own."""
+    """Give harness tests a default pytest-timeout unless they set their own (only
+    where pytest-timeout is installed: without it the marker is unknown, and each case
+    still ends at its own ceiling)."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
     timeout = None
     for item in items:
         uses = _HARNESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))

@@ -10,7 +10,7 @@ from harness.contract import CHECKS, Facts, Verdict, contract_for, judge
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.outcome import Expected, Outcome
 from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
-from harness.scenario_pace import paced_s
+from harness.scenario_pace import PACE_MARGIN, paced_s, reply_plan
 
 OK = Outcome("ok")
 TYPED = Outcome("error", "StreamIdleTimeout", ("StreamIdleTimeout", "StallError"))
@@ -412,6 +412,22 @@ def test_a_pacing_toxic_slower_than_the_ceiling_is_not_alive_and_a_gentle_one_is
     assert 0 < paced_s(gentle) < gentle.ceiling_s and gentle.is_alive
     assert paced_s(behind({"type": "bandwidth", "rate": 0})) == float("inf")
 
+    # harness fuzz on the reference: a close delayed 30 s where the close ends the body
+    def closed_late(framing):
+        return make(
+            script={"rules": [], "framing": framing},
+            ceiling_s=20,
+            network={"backend": "toxiproxy", "toxics": [{"type": "slow_close", "delay": 30000}]},
+        )
+
+    assert paced_s(closed_late("close")) == 30 and not closed_late("close").is_alive
+    assert paced_s(closed_late("chunked")) == 0 and closed_late("chunked").is_alive
+    # within the ceiling but past PACE_MARGIN of it: a client that ends it is right too
+    units = len(reply_plan(gentle).units)
+    edge = behind({"type": "latency", "latency": int(0.9 * 20_000 / units)})
+    assert PACE_MARGIN * 20 < paced_s(edge) <= 20 and not edge.is_alive
+    assert contract_for(edge).ideal == "reply_or_error"
+
 
 def test_a_no_retry_status_on_the_retry_leaves_the_first_retry_free():
     # harness fuzz on the reference: a 500 on attempt 1, then a 401 on attempt 2 -- the
@@ -506,3 +522,37 @@ def test_a_relay_swallowing_the_close_that_ends_a_close_delimited_body_stops_it(
     assert not behind("close").is_alive
     assert contract_for(behind("close")).ideal == "reply_or_error"
     assert behind("chunked").is_alive  # the body ends by itself; the close comes after
+
+
+@pytest.mark.parametrize(
+    ("at", "hidden"), [("start", True), ("request", True), ("headers", False), ("event:2", False)]
+)
+def test_a_status_the_network_may_eat_creates_no_duty(at, hidden):
+    # harness fuzz on the reference: a Toxiproxy timeout from the start ate a 404 (and its
+    # Retry-After) and closed; the client saw a closed connection and rightly retried
+    scenario = make(
+        ceiling_s=20,
+        script={
+            "rules": [
+                rule(
+                    "accept",
+                    "status",
+                    {"attempts": [1, 2]},
+                    code=404,
+                    retry_after="Fri, 01 Jan 2100 00:00:00 GMT",
+                )
+            ]
+        },
+        network={
+            "backend": "toxiproxy",
+            "toxics": [{"type": "timeout", "timeout": 100, "at": at}],
+        },
+    )
+    c = contract_for(scenario)
+    assert c.ideal == "reply_or_error"
+    assert c.no_retry is not hidden and bool(c.no_retry_faults) is not hidden
+    answered = "status@accept(code=404, retry_after=Fri, 01 Jan 2100 00:00:00 GMT)"
+    log = [(1.0, answered), (1.2, answered), (1.4, None)]
+    closed = Outcome("error", "RetriesExhausted", ("RetriesExhausted", "PeerClosed"))
+    verdict = judge(c, facts(outcome=closed, requests=3, request_log=log))
+    assert ("no_retry_non_retryable" in verdict.failed_checks) is not hidden

@@ -106,6 +106,18 @@ def test_harness_tests_get_the_default_timeout_unless_they_set_one(pytester):
     pytester.runpytest("--harness-case-timeout", "7").assert_outcomes(passed=3)
 
 
+def test_without_pytest_timeout_no_unknown_marker_is_added(pytester):
+    # a repro directory runs in a venv with only the wheel and pytest: no warning there
+    pytester.makepyfile(
+        """
+        def test_default(request, fault_server_factory):
+            assert request.node.get_closest_marker("timeout") is None
+        """
+    )
+    result = pytester.runpytest("-p", "no:timeout", "-W", "error::pytest.PytestUnknownMarkWarning")
+    result.assert_outcomes(passed=1)
+
+
 def test_fault_server_factory_builds_servers_with_scripts_and_stops_them(pytester):
     pytester.makepyfile(
         """

@@ -73,9 +73,13 @@ class ToolCalls:
 
     def finish(self) -> tuple[ToolCall, ...]:
         """The calls with parsed arguments; :class:`MalformedEvent` if a complete
-        stream delivered arguments that are not a JSON object."""
+        stream delivered arguments that are not a JSON object, or a call with no
+        function name (its first piece lost: no tool can be run for it, and every API
+        names the function)."""
         out = []
         for b in self.calls.values():
+            if not b.name:
+                raise MalformedEvent(f"tool call {b.id or '(no id)'!r} has no function name")
             raw = b.final if b.final is not None else "".join(b.parts)
             if not raw and isinstance(b.start_input, dict) and b.start_input:
                 raw = json.dumps(b.start_input, ensure_ascii=False)

@@ -17,6 +17,9 @@ without one it hits every attempt, so no retry can get past it.
 - **retry_after_s**: the status rule's ``retry_after_s``: no retry sooner than that after
   a request that rule answered (``retry_after_by_fault``; a rule on a later attempt owes
   the first retry nothing).
+- Neither when the network in between may eat the answer (a stopping fault in force
+  before the status goes out, ``harness.network_spec.hides_answers``): the client may
+  never have read it, and retrying what it never read is right.
 - **max_requests**: from the fault, not from any client's retry settings. A
   ``Retry-After`` on some attempts admits one retry after each such answer (a wait longer
   than the bound admits none); otherwise ``DEFAULT_REQUESTS_PER_CALL`` per call (a correct
@@ -45,7 +48,8 @@ from harness.contract.dead_peer import dead_peer_terms
 from harness.contract.facts import status_key
 from harness.contract.spec import ContractSpec
 from harness.contract.visible import edit_excuses
-from harness.scenario_pace import paced_s
+from harness.network_spec import hides_answers
+from harness.scenario_pace import outpaces_ceiling
 from harness.vocab.statuses import NON_RETRYABLE_STATUSES
 
 if TYPE_CHECKING:  # the scenario imports the spec; the contract only reads a scenario
@@ -112,6 +116,8 @@ def contract_for(scenario: Scenario) -> Contract:
     """The scenario's contract: derived defaults, then its ``[contract]`` overrides."""
     rules = scenario.script.rules
     answering = [r for r in rules if r.fault.action.answers_status]
+    if hides_answers(scenario.network, framing=scenario.script.framing):
+        answering = []  # what a client may never have read creates no duty
     statuses = [r.fault.action for r in answering]
     final = [
         r for r in answering if getattr(r.fault.action, "code", None) in NON_RETRYABLE_STATUSES
@@ -155,7 +161,7 @@ def _request_budget(scenario: Scenario, *, bound_s: float | None) -> int:
     # Past the last matched attempt a retry gets through: one more request than that.
     needed = max((max(r.match.attempts) for r in matched), default=0) + calls
     waited = [r for r in matched if getattr(r.fault.action, "retry_after_s", None)]
-    if waited:
+    if waited and not hides_answers(scenario.network, framing=scenario.script.framing):
         bound = scenario.ceiling_s if bound_s is None else bound_s
         if all(r.fault.action.retry_after_s >= bound for r in waited):
             # no retry fits in the bound: the call ends at the first request such a rule
@@ -186,8 +192,8 @@ def _reply_possible(scenario: Scenario) -> bool:
         return False  # the author says progress stops (e.g. slower than any hard ceiling)
     if any(r.fault.action.corrupting for r in scenario.script.rules):
         return False
-    if paced_s(scenario) > scenario.ceiling_s:
-        return False  # paced slower than any call may last: the client must end it
+    if outpaces_ceiling(scenario):
+        return False  # paced too slow for a call to finish within its ceiling
     if scenario.backend != "server" and not scenario.is_alive:
         return False  # the fault is in the network, not in the script: not known here
     stopping = [

@@ -221,6 +221,23 @@ def test_a_complete_stream_with_broken_arguments_is_malformed() -> None:
         r.parsed()
 
 
+def test_a_complete_stream_whose_tool_call_never_named_its_function_is_malformed() -> None:
+    # harness fuzz on the reference: the first piece (id, name) dropped -- the arguments
+    # alone came back as a tool call with an empty name, taken as the answer
+    args = {"index": 0, "function": {"arguments": '{"p": 1}'}}
+    r = feed_all(
+        "chat",
+        [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [args]}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            "[DONE]",
+        ],
+    )
+    require_terminal(r)
+    with pytest.raises(errors.MalformedEvent, match="no function name"):
+        r.parsed()
+
+
 def test_responses_function_call_items_and_reasoning_summary() -> None:
     item = {
         "id": "fc_1",

@@ -79,10 +79,16 @@ def test_invalid_toxics_name_field_and_allowed_values(data, message) -> None:
         toxic_from_dict(data)
 
 
-def test_scaled_multiplies_time_attributes_only() -> None:
+def test_scaled_multiplies_time_attributes_and_divides_rates() -> None:
     toxic = toxic_from_dict({"type": "slicer", "average_size": 64, "delay": 1000})
     assert toxic.scaled(0.01).attrs == {"average_size": 64, "size_variation": 0, "delay": 10}
     assert toxic_from_dict({"type": "latency", "latency": 300}).scaled(0.1).attrs["latency"] == 30
+    # harness fuzz on the reference: 1 KB/s unscaled took 16.5 scenario seconds at 0.2
+    # where the contract counted 3.3 -- a rate is time per byte, scaled like the rest
+    cap = toxic_from_dict({"type": "bandwidth", "rate": 1})
+    assert cap.scaled(0.2).attrs["rate"] == 5
+    assert cap.paced_s(1, 3300) == cap.scaled(0.2).paced_s(1, 3300) / 0.2
+    assert toxic_from_dict({"type": "bandwidth", "rate": 0}).scaled(0.2).attrs["rate"] == 0
 
 
 # --------------------------------------------------------------------------- real server

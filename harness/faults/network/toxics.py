@@ -20,7 +20,9 @@ Attribute names and units are Toxiproxy's own (README, "Toxics")::
 ``stream`` is ``downstream`` (server -> client, default) or ``upstream``; ``toxicity``
 is the probability (0..1) a connection gets the toxic; ``at`` says when it is added
 (``start`` or a server timeline point, see :mod:`harness.faults.network.trigger`). Time
-attributes (ms, us) scale with ``time_scale`` via :meth:`Toxic.scaled`.
+attributes (ms, us) scale with ``time_scale`` via :meth:`Toxic.scaled`, and so does a
+rate (KB/s: time per byte), divided by it: a reply takes the same scenario seconds
+behind a bandwidth cap at every scale, as behind a latency.
 
 Not here: the Toxiproxy server and its proxies (``harness.netem.toxiproxy``).
 """
@@ -58,6 +60,7 @@ STOPPING_TOXICS = frozenset({"timeout", "reset_peer", "limit_data", "down"})
 SILENT_TOXICS = frozenset({"timeout"})
 STREAMS = ("downstream", "upstream")
 _TIME_UNITS = ("ms", "us")
+_RATE_UNITS = ("KB/s",)
 
 
 @dataclass(frozen=True)
@@ -117,12 +120,15 @@ class Toxic:
         """True when this toxic ends the stream's progress (:data:`STOPPING_TOXICS`)."""
         return self.type in STOPPING_TOXICS
 
-    def paced_s(self, units: int, body_bytes: int) -> float:
+    def paced_s(self, units: int, body_bytes: int, *, close_ends_body: bool = False) -> float:
         """Seconds (scenario, as its attributes) this toxic alone adds to a reply of
         ``units`` writes and ``body_bytes`` bytes: a latency per write (Toxiproxy delays
         each chunk it relays), a bandwidth cap over every byte, a slicer's delay per
-        slice; 0 for the others."""
+        slice, a delayed close where the close is what ends the body
+        (``close_ends_body``: ``framing = "close"``); 0 for the others."""
         a = self.attrs
+        if self.type == "slow_close":
+            return a["delay"] / 1000 if close_ends_body else 0.0
         if self.type == "latency":
             return units * (a["latency"] + a["jitter"]) / 1000
         if self.type == "bandwidth":
@@ -136,9 +142,18 @@ class Toxic:
         return dict(self.attributes)
 
     def scaled(self, k: float) -> Toxic:
-        """A copy with every time attribute (ms, us) multiplied by ``k``."""
+        """A copy with every time attribute (ms, us) multiplied by ``k`` and every rate
+        divided by it (0, no bytes at all, stays 0)."""
         spec = TOXIC_TYPES[self.type]
-        attrs = {n: (round(v * k) if spec[n][0] in _TIME_UNITS else v) for n, v in self.attributes}
+
+        def scale(unit: str, v: int) -> int:
+            if unit in _TIME_UNITS:
+                return round(v * k)
+            if unit in _RATE_UNITS and v > 0 and k > 0:
+                return max(1, round(v / k))
+            return v
+
+        attrs = {n: scale(spec[n][0], v) for n, v in self.attributes}
         return dataclasses.replace(self, attributes=tuple(attrs.items()))
 
     def to_dict(self) -> dict[str, Any]:
