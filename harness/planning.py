@@ -111,6 +111,10 @@ class RunSettings:
     #: Times a void case (the harness broke a timing promise: ``harness.lateness``) is
     #: run again before it is reported void.
     void_retries: int = DEFAULT_VOID_RETRIES
+    #: Raise each case's outer ceiling to its target's ``min_ceiling_s`` (False: the
+    #: scenario's ceiling as is, for ``harness posture``, whose silent call is held for
+    #: a measurement, not judged against the target's own backoff).
+    target_floor: bool = True
 
     def __post_init__(self) -> None:
         # normalised to a float: the one validator also takes the text of an option
@@ -134,7 +138,7 @@ class RunSettings:
         """The outer ceiling in real seconds for ``scenario`` (raised by the target's own
         ``min_ceiling_s``, e.g. a client whose retry backoff does not scale)."""
         floor = self.min_ceiling_s
-        if target is not None:
+        if target is not None and self.target_floor:
             floor = max(floor, float(load_target(target).min_ceiling_s))
         scale = self.time_scale if time_scale is None else time_scale
         return max(scenario.ceiling_s * scale, floor)

@@ -87,7 +87,11 @@ def cmd_posture(args: argparse.Namespace) -> int:
         api = _api_for(load_target(target))
         cases += [(s, target) for s in probe_scenarios(api=api, hold_s=hold)]
     started = time.time()
-    settings = RunSettings(time_scale=1.0, min_ceiling_s=hold, keep_timeline=True)
+    # the hold is the silent case's whole ceiling, whatever floor the target's own
+    # backoff asks of a judged run (hermes: 60 s)
+    settings = RunSettings(
+        time_scale=1.0, min_ceiling_s=hold, keep_timeline=True, target_floor=False
+    )
     results = run_cases(cases, settings=settings)
     by_key = {(r.scenario, r.target): r for r in results}
     report = {

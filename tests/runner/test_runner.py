@@ -144,6 +144,11 @@ def test_settings_validate_eagerly_and_floor_the_ceiling():
     s = make("c", {"reference": "ok"}, ceiling_s=100)
     assert RunSettings(time_scale=1.0).ceiling_for(s) == 100
     assert RunSettings(time_scale=0.01, min_ceiling_s=3).ceiling_for(s) == 3
+    # a target's own floor (litellm: 10 s of real-time backoff) raises it, unless the
+    # run holds its cases to their scripted ceiling (harness posture)
+    assert RunSettings(time_scale=0.01, min_ceiling_s=3).ceiling_for(s, "litellm") == 10
+    exact = RunSettings(time_scale=0.01, min_ceiling_s=3, target_floor=False)
+    assert exact.ceiling_for(s, "litellm") == 3
 
 
 @pytest.mark.timeout(60)
