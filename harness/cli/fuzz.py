@@ -12,6 +12,7 @@ Not here: the search (``harness.fuzz.search``), writing findings and repros
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,19 @@ def register(commands: Any) -> None:
         help="run each finding on this target too (does anyone meet the contract?); "
         "'none' to skip (default: reference)",
     )
+    fuzz.add_argument(
+        "--same-as",
+        metavar="TARGET",
+        help="also a finding: a case TARGET ends with another outcome kind (ok, error, "
+        "hung ...) though the verdict passed; runs every example on TARGET too",
+    )
+    fuzz.add_argument(
+        "--posture",
+        metavar="FILE",
+        help="a 'harness posture --json' report of the target: durations either side of "
+        "the deadlines it measured (the silent call's give-up, the dead-peer bound) are "
+        "drawn too",
+    )
     fuzz.add_argument("--quiet", "-q", action="store_true", help="no line per case")
     fuzz.set_defaults(func=cmd_fuzz)
 
@@ -122,6 +136,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         "seed": config.seed,
         "apis": list(config.apis),
         "backends": list(config.backends),
+        "same_as": config.same_as,
     }
 
     def on_finding(finding: Any) -> None:
@@ -244,6 +259,21 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
     if reference is not None:
         common.selected_targets(argparse.Namespace(target=[reference], target_python=None))
         require_runnable([reference])
+    same_as = args.same_as
+    if same_as is not None:
+        common.selected_targets(argparse.Namespace(target=[same_as], target_python=None))
+        require_runnable([same_as])
+        if same_as == target:
+            raise common.UsageError(f"--same-as {same_as}: the target itself; name another")
+        theirs = load_target(same_as).apis
+        for api in apis:
+            if api not in theirs:
+                raise common.UsageError(
+                    f"--same-as {same_as} does not speak {api}; allowed APIs for both: "
+                    f"{', '.join(a for a in apis if a in theirs) or 'none'}"
+                )
+    scale = common.time_scale(args)
+    durations = _posture_durations(args.posture, target, scale)
     backends = _backends(args.backend)  # last: it may say what it leaves out
     return FuzzSettings(
         target=target,
@@ -254,11 +284,47 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
         minutes=args.minutes,
         seed=args.seed,
         jobs=args.jobs,
-        time_scale=common.time_scale(args),
+        time_scale=scale,
+        durations=durations,
         database=_database(args.db),
         confirm=args.confirm,
         reference=reference,
+        same_as=same_as,
     )
+
+
+def _posture_durations(path: str | None, target: str, scale: float) -> tuple[float, ...]:
+    """Durations past the target's measured deadlines from a posture report (exit 2 on
+    a file that is not one, or has no entry for the target)."""
+    if path is None:
+        return ()
+    from harness.fuzz.space import durations_past
+
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise common.UsageError(f"--posture {path}: cannot read it ({exc.strerror})") from None
+    except ValueError:
+        raise common.UsageError(
+            f"--posture {path}: not JSON; write it with harness posture --json"
+        ) from None
+    targets = report.get("targets") if isinstance(report, dict) else None
+    if not isinstance(targets, dict):
+        raise common.UsageError(
+            f"--posture {path}: no 'targets' table; write it with harness posture --json"
+        )
+    entry = targets.get(target)
+    if not isinstance(entry, dict):
+        raise common.UsageError(
+            f"--posture {path} has no entry for {target}; it has: {', '.join(targets) or 'none'}"
+        )
+    durations = durations_past(entry, scale)
+    said = ", ".join(f"{d:g}" for d in durations) or "none (no deadline measured)"
+    print(
+        f"fuzz: durations from {path} (scenario s at --time-scale {scale:g}): {said}",
+        file=sys.stderr,
+    )
+    return durations
 
 
 def _backends(named: list[str] | None) -> tuple[str, ...]:

@@ -27,8 +27,10 @@ from harness.case_result import CaseResult
 __all__ = [
     "Finding",
     "GroupKey",
+    "differs_key",
     "expected_text",
     "group_key",
+    "is_difference",
     "scenario_toml",
     "timing_sensitive_entries",
     "to_toml",
@@ -41,8 +43,23 @@ GroupKey = tuple[str, tuple[str, ...]]
 _SCALARS = (str, int, float, bool)
 
 
+#: The outcome part of a difference's group (``--same-as``): ``differs:ok/error``.
+_DIFFERS = "differs:"
+
+
 def group_key(result: CaseResult) -> GroupKey:
     return result.outcome.kind, tuple(sorted(result.failed_checks))
+
+
+def differs_key(result: CaseResult, other: CaseResult) -> GroupKey | None:
+    """The group of a passing result whose outcome kind is not the other target's, or
+    None when the kinds are equal: one group per pair of kinds (this side first)."""
+    mine, theirs = result.outcome.kind, other.outcome.kind
+    return None if mine == theirs else (f"{_DIFFERS}{mine}/{theirs}", ())
+
+
+def is_difference(key: GroupKey) -> bool:
+    return key[0].startswith(_DIFFERS)
 
 
 def expected_text(result: CaseResult) -> str:
@@ -99,8 +116,11 @@ class Finding:
         """The scenario as it is written: the run's data plus the expectations."""
         data = dict(self.data)
         expected = {self.target: expected_text(self.result)}
-        if self.reference is not None and self.reference.verdict != "fail":
-            expected[self.reference.target] = expected_text(self.reference)
+        # the reference's outcome where it met the contract; a difference's other side
+        # always (the file documents both behaviours)
+        ref = self.reference
+        if ref is not None and (ref.verdict != "fail" or is_difference(self.key)):
+            expected[ref.target] = expected_text(ref)
         data["expected"] = expected
         return data
 

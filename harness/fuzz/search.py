@@ -21,6 +21,12 @@ stream alive but slower than the ceiling, a dropped text delta no client can not
 says something about the contract, not the target. Those are kept apart, one per group
 (:attr:`SearchReport.unsatisfiable`), and never claim a group.
 
+With :attr:`FuzzSettings.same_as` the property is also "the outcome kind equals that
+target's": every example runs there too (cached), and a passing case whose kind differs
+(``ok`` where the other raised, ``error`` where it recovered) fails in a group of its own
+(``differs:ok/error``; :func:`harness.fuzz.findings.differs_key`), shrunk and confirmed
+the same way; the other side is not rerun on replays.
+
 Stopping (``--examples`` used up, ``--minutes`` over, Ctrl-C): generation ends at once
 (:class:`Stop`, which Hypothesis lets through as it does KeyboardInterrupt). A shrink
 under way when time is over or Ctrl-C came answers examples it has not run as passing,
@@ -46,7 +52,13 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from harness.fuzz.findings import Finding, GroupKey, group_key
+from harness.fuzz.findings import (
+    Finding,
+    GroupKey,
+    differs_key,
+    group_key,
+    is_difference,
+)
 from harness.fuzz.strategies import scenario_data
 from harness.runner import DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
 from harness.scenario import scenario_from_dict
@@ -91,6 +103,12 @@ class FuzzSettings:
     shrink_cases: int = SHRINK_CASES
     #: the target whose verdict says the contract can be met (None: not checked)
     reference: str | None = REFERENCE
+    #: a second target whose outcome kind the target's must equal (``--same-as``;
+    #: None: the verdict alone decides). A difference is a finding of its own group.
+    same_as: str | None = None
+    #: scenario seconds drawn for every duration parameter besides the fixed ones: either
+    #: side of the target's measured deadlines (``--posture``; ``space.durations_past``)
+    durations: tuple[float, ...] = ()
 
 
 @dataclass
@@ -208,11 +226,11 @@ class Search:
 
         def prop(data: dict[str, Any]) -> None:
             result = self._example(data, state)
-            if result is None or result.verdict != "fail":
+            if result is None:
                 return
-            key = group_key(result)
-            if not self._met_by_reference(data, key, result, state):
-                return  # a contract nobody meets is not the target's bug
+            key = self._failure(data, result, state)
+            if key is None:
+                return
             if not self._replay_agrees(data, key, result, state):
                 return  # failed once, passed when replayed: timing, not worth a shrink
             with self._lock:
@@ -236,7 +254,16 @@ class Search:
             report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck),
             print_blob=False,
-        )(given(scenario_data(self.config.apis, self.config.actions, self.config.backends))(prop))
+        )(
+            given(
+                scenario_data(
+                    self.config.apis,
+                    self.config.actions,
+                    self.config.backends,
+                    self.config.durations,
+                )
+            )(prop)
+        )
         test = seed(self.config.seed * 1_000_003 + worker * 7919 + round_no)(test)
         # One database entry per target: a rerun replays this target's past findings first.
         test._hypothesis_internal_database_key = f"harness.fuzz:{self.config.target}".encode()
@@ -276,6 +303,41 @@ class Search:
                 self.report.examples += 1
         return result
 
+    def _failure(self, data: dict[str, Any], result: CaseResult, state: _Round) -> GroupKey | None:
+        """The group this example fails in, or None: a failed verdict whose contract the
+        reference meets, or (``same_as``) an outcome kind the other target did not have."""
+        if result.verdict == "fail":
+            key = group_key(result)
+            # a contract nobody meets is not the target's bug
+            return key if self._met_by_reference(data, key, result, state) else None
+        if self.config.same_as is None:
+            return None
+        other = self._other(data, self.config.same_as, state)
+        return None if other is None else differs_key(result, other)
+
+    def _key_again(self, data: dict[str, Any], again: CaseResult) -> GroupKey | None:
+        """A replay's group, the other target's side read from the cache (not rerun)."""
+        if again.verdict == "fail":
+            return group_key(again)
+        if self.config.same_as is None:
+            return None
+        with self._lock:
+            other = self._cache.get(f"{data['name']}@{self.config.same_as}")
+        return None if other is None else differs_key(again, other)
+
+    def _other(self, data: dict[str, Any], target: str, state: _Round) -> CaseResult | None:
+        """``target``'s result on this example: cached, run, or None (the shrink is over)."""
+        name = f"{data['name']}@{target}"
+        with self._lock:
+            other = self._cache.get(name)
+        if other is None:
+            if state.key is not None and self._cut_short():
+                return None  # the shrink is over: not run, not a failure
+            other = self._run(data, target)
+            with self._lock:
+                self._cache[name] = other
+        return other
+
     def _met_by_reference(
         self, data: dict[str, Any], key: GroupKey, result: CaseResult, state: _Round
     ) -> bool:
@@ -285,15 +347,9 @@ class Search:
         reference = self.config.reference
         if reference is None or reference == self.config.target:
             return True
-        name = f"{data['name']}@{reference}"
-        with self._lock:
-            ref = self._cache.get(name)
+        ref = self._other(data, reference, state)
         if ref is None:
-            if state.key is not None and self._cut_short():
-                return False  # the shrink is over: not run, not a failure
-            ref = self._run(data, reference)
-            with self._lock:
-                self._cache[name] = ref
+            return False
         if ref.verdict != "fail":
             return True
         with self._lock:
@@ -314,8 +370,7 @@ class Search:
                 return True
         if self._cut_short():
             return False
-        again = self._run(data)
-        if again.verdict == "fail" and group_key(again) == key:
+        if self._key_again(data, self._run(data)) == key:
             return True
         with self._lock:
             self.report.timing_sensitive.setdefault(key, (data, result))
@@ -357,11 +412,14 @@ class Search:
         if not self._cut_short():
             for _ in range(self.config.confirm):
                 again = self._run(found.data)
-                confirmed.append(again.verdict == "fail" and group_key(again) == found.key)
+                confirmed.append(self._key_again(found.data, again) == found.key)
+        # the target the finding is told against: the one it differs from, else the
+        # reference that met the contract
+        other = self.config.same_as if is_difference(found.key) else self.config.reference
         reference = None
-        if self.config.reference and self.config.reference != self.config.target:
+        if other and other != self.config.target:
             with self._lock:
-                reference = self._cache.get(f"{found.data['name']}@{self.config.reference}")
+                reference = self._cache.get(f"{found.data['name']}@{other}")
         finding = Finding(
             key=found.key,
             data=found.data,

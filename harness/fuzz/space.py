@@ -20,7 +20,9 @@
 
 A few parameters name something of the reply itself (an event type, a JSON field): their
 values are read from the plan's units. Parameters past a client's usual caps (a
-Retry-After beyond the reference's 60 s cap, an HTTP date) are in :data:`PAST_DEFAULTS`.
+Retry-After beyond the reference's 60 s cap, an HTTP date) are in :data:`PAST_DEFAULTS`;
+durations on either side of the deadlines a target's measured posture shows come from
+:func:`durations_past`.
 
 Not here: Hypothesis (``harness.fuzz.strategies``), running anything.
 """
@@ -53,8 +55,10 @@ __all__ = [
     "ActionSpace",
     "PlanShape",
     "ToxicSpace",
+    "POSTURE_SIDES",
     "action_spaces",
     "backends_missing",
+    "durations_past",
     "dialects_for",
     "plan_shape",
     "toxic_spaces",
@@ -75,6 +79,8 @@ PAST_DEFAULTS: Mapping[tuple[str, str], tuple[Any, ...]] = {
 #: Scenario seconds tried for a duration (after its default): short, near a deadline,
 #: past every deadline of the reference's catalog watchdog.
 _DURATIONS = (0.5, 3.0, 30.0)
+#: Where a measured deadline is drawn: just inside it, and just past it.
+POSTURE_SIDES = (0.8, 1.25)
 _COUNTS = (2, 50)
 _BYTES = (1, 4096)
 #: Relay-only and kernel actions need a network backend: not drawn for the server.
@@ -138,9 +144,29 @@ class PlanShape:
 
 
 @functools.cache
-def action_spaces(backend: str = _BACKEND) -> tuple[ActionSpace, ...]:
-    """Every registered action the ``backend`` plays, sorted by name."""
-    return tuple(_space(cls) for name, cls in sorted(ACTIONS.items()) if backend in cls.backends)
+def action_spaces(
+    backend: str = _BACKEND, durations: tuple[float, ...] = ()
+) -> tuple[ActionSpace, ...]:
+    """Every registered action the ``backend`` plays, sorted by name; ``durations``
+    (scenario seconds, :func:`durations_past`) are drawn for every duration parameter
+    after the fixed ones."""
+    return tuple(
+        _space(cls, durations) for name, cls in sorted(ACTIONS.items()) if backend in cls.backends
+    )
+
+
+def durations_past(posture: Mapping[str, Any], time_scale: float) -> tuple[float, ...]:
+    """Scenario seconds on either side of a deadline the target's measured posture shows
+    (one target's entry of ``harness posture --json``): the silent call's give-up time
+    and the dead-peer bound while waiting, each at :data:`POSTURE_SIDES` of itself. The
+    posture is measured in real seconds; a case plays ``seconds x time_scale``. () when
+    the posture shows no deadline (the silent call was still waiting at the hold)."""
+    found: list[float] = []
+    for key in ("gave_up_after_s", "dead_peer_bound_s"):
+        value = posture.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            found += [round(value * side / time_scale, 3) for side in POSTURE_SIDES]
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -211,7 +237,7 @@ def plan_shape(api: str, stream: bool, reply: str, dialect: str | None, events: 
 # --------------------------------------------------------------------------- helpers
 
 
-def _space(cls: type[Action]) -> ActionSpace:
+def _space(cls: type[Action], durations: tuple[float, ...] = ()) -> ActionSpace:
     phases = tuple(k for k in PHASE_KINDS if k in cls.phases)
     params: list[tuple[str, tuple[Any, ...]]] = []
     from_plan: dict[str, str] = {}
@@ -222,7 +248,7 @@ def _space(cls: type[Action]) -> ActionSpace:
             from_plan[f.name] = source
             params.append((f.name, (default,)))
             continue
-        extra = PAST_DEFAULTS.get((cls.name, f.name)) or _values(cls, f, default)
+        extra = PAST_DEFAULTS.get((cls.name, f.name)) or _values(cls, f, default, durations)
         values = tuple(dict.fromkeys((default, *extra)))
         params.append((f.name, tuple(v for v in values if _valid(cls, f.name, v))))
     return ActionSpace(cls.name, phases, tuple(params), from_plan)
@@ -236,14 +262,17 @@ def _default(f: dataclasses.Field) -> Any:
     raise ValueError(f"action field {f.name} has no default")  # every action has defaults
 
 
-def _values(cls: type[Action], f: dataclasses.Field, default: Any) -> tuple[Any, ...]:
-    """Values for one field from its type and the action's validation."""
+def _values(
+    cls: type[Action], f: dataclasses.Field, default: Any, durations: tuple[float, ...] = ()
+) -> tuple[Any, ...]:
+    """Values for one field from its type and the action's validation (every float
+    field is a duration in seconds)."""
     kind = str(f.type)
     optional = "None" in kind
     if kind.startswith("bool"):
         return (not default,)
     if kind.startswith("float"):
-        return (*_DURATIONS, *((None,) if optional else ()))
+        return (*_DURATIONS, *durations, *((None,) if optional else ()))
     if kind.startswith("int"):
         return _BYTES if "bytes" in f.name else _COUNTS
     if kind.startswith("str"):

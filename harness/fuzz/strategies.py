@@ -95,12 +95,18 @@ KERNEL_WATCHDOG = {
 
 
 def scenario_data(
-    apis: Sequence[str], actions: Sequence[str] = (), backends: Sequence[str] = ("server",)
+    apis: Sequence[str],
+    actions: Sequence[str] = (),
+    backends: Sequence[str] = ("server",),
+    durations: Sequence[float] = (),
 ) -> st.SearchStrategy[dict[str, Any]]:
     """Scenario dicts (``harness.scenario.scenario_from_dict`` input) for ``apis``,
     drawing only ``actions`` (names) when given, else every action the server plays,
-    behind one of ``backends`` (``server``: none; ``relay``, ``toxiproxy``, ``kernel``)."""
-    spaces = tuple(s for s in action_spaces() if not actions or s.name in actions)
+    behind one of ``backends`` (``server``: none; ``relay``, ``toxiproxy``, ``kernel``),
+    with ``durations`` (scenario seconds past a target's measured deadlines) drawn for
+    every duration parameter too."""
+    every = action_spaces(durations=tuple(durations))
+    spaces = tuple(s for s in every if not actions or s.name in actions)
     chosen = tuple(backends) or ("server",)
     return st.sampled_from(tuple(apis)).flatmap(lambda api: _for_api(api, spaces, chosen))
 

@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--action", "swallow_close"], "a relay action, not drawn"),
         (["--reference", "no-such-target"], "--target 'no-such-target' is not valid"),
         (["--backend", "carrier-pigeon"], "--backend 'carrier-pigeon' is not valid"),
+        (["--same-as", "no-such-target"], "--target 'no-such-target' is not valid"),
+        (["--same-as", "openai-sdk"], "the target itself"),
+        (["--same-as", "anthropic-sdk"], "--same-as anthropic-sdk does not speak chat"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
@@ -37,6 +40,27 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
     assert code == EXIT_INPUT
     assert says in err and err.count("\n") == 1, err
     assert not out.exists()  # nothing ran, nothing written
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read it"),
+        ("{not json", "not JSON"),
+        ('{"hold_s": 10}', "no 'targets' table"),
+        ('{"targets": {"reference": {}}}', "has no entry for openai-sdk; it has: reference"),
+    ],
+)
+def test_a_posture_file_that_is_not_the_target_s_is_exit_2(tmp_path, capsys, content, says):
+    posture = tmp_path / "posture.json"
+    if content is not None:
+        posture.write_text(content)
+    out = tmp_path / "findings"
+    code = main(["fuzz", "--posture", str(posture), "--out", str(out), "--db", "none"])
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT
+    assert str(posture) in err and says in err and err.count("\n") == 1, err
+    assert not out.exists()
 
 
 def test_a_target_that_cannot_run_stops_before_the_first_example(tmp_path, capsys):
@@ -70,9 +94,19 @@ def test_examples_and_minutes_exclude_each_other(capsys):
     assert exc.value.code == EXIT_INPUT
 
 
+_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'harness', *sys.argv[1:]])"
+)
+
+
 def test_ctrl_c_writes_the_findings_so_far(tmp_path):
     out = tmp_path / "findings"
-    command = [sys.executable, "-m", "harness", "fuzz", "-t", "openai-sdk", "--api", "chat"]
+    # SIGINT as a terminal leaves it (default), whatever this process inherited: a job
+    # started in the background by a non-interactive shell (`bash .ci/run &`) ignores it,
+    # and an ignored signal stays ignored across exec, so the search would never see ^C
+    command = [sys.executable, "-c", _WITH_DEFAULT_SIGINT]
+    command += ["fuzz", "-t", "openai-sdk", "--api", "chat"]
     command += ["--action", "truncate", "--minutes", "5", "--time-scale", "0.02"]
     command += ["--out", str(out), "--db", "none", "--quiet", "--seed", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.fuzz.findings import expected_text, write_findings
+from harness.fuzz.findings import expected_text, is_difference, write_findings
 from harness.fuzz.search import FuzzSettings, Search
 from harness.scenario import load_scenario
 
@@ -75,6 +75,31 @@ def test_out_of_time_ends_the_search_with_what_it_found(tmp_path):
     ).run()
     assert report.stopped_by == "minutes"
     assert report.examples < 30
+
+
+def test_same_as_makes_a_passing_case_with_another_outcome_kind_a_finding(tmp_path):
+    # the reference stack passes every truncation (it raises, or retries to a whole
+    # answer); the bare SDK hands the cut text over. Judged by the verdict alone the
+    # reference has no finding; judged against the SDK, the difference is one
+    report = Search(
+        _settings(tmp_path, target="reference", same_as="openai-sdk", reference=None)
+    ).run()
+    assert report.findings, "no difference found"
+    for finding in report.findings:
+        assert is_difference(finding.key), finding.key
+        assert finding.result.verdict != "fail"
+        assert finding.reference is not None and finding.reference.target == "openai-sdk"
+        mine, theirs = finding.key[0].removeprefix("differs:").split("/")
+        assert (mine, theirs) == (finding.result.outcome.kind, finding.reference.outcome.kind)
+        assert mine != theirs
+    finding = report.findings[0]
+    assert finding.status == "confirmed", finding.rate
+    assert finding.rules == 1
+    write_findings(tmp_path / "out", report.findings, target="reference")
+    scenario = load_scenario(tmp_path / "out" / f"{finding.name}.toml")
+    # both sides' outcomes are written: the file documents the difference
+    assert scenario.expected["openai-sdk"] == expected_text(finding.reference)
+    assert scenario.expected["reference"] == expected_text(finding.result)
 
 
 TWIN = '''

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from harness.apis import APIS
@@ -16,8 +16,10 @@ from harness.faults.network.trigger import parse_trigger
 from harness.fuzz.findings import scenario_toml
 from harness.fuzz.space import (
     BACKEND_MIN_TIME_SCALE,
+    POSTURE_SIDES,
     action_spaces,
     dialects_for,
+    durations_past,
     plan_shape,
     toxic_spaces,
     triggers,
@@ -25,6 +27,7 @@ from harness.fuzz.space import (
 from harness.fuzz.strategies import (
     EVENTS,
     KERNEL_WATCHDOG,
+    _network,
     _valid_toxic,
     network_text,
     scenario_data,
@@ -97,6 +100,32 @@ def test_choices_come_from_the_action_s_validation_and_past_defaults_are_drawn()
     assert any(v and v.endswith("GMT") for v in spaces["status"]["retry_after"])
 
 
+def test_a_measured_posture_s_deadlines_are_drawn_either_side_for_every_duration():
+    # harness posture --json's entry: the silent call gave up after 5 s (real), the dead
+    # peer is noticed within 40 s; at time scale 0.5 a case plays scenario s x 0.5
+    entry = {"gave_up_after_s": 5.0, "dead_peer_bound_s": 40.0, "reuse": True}
+    durations = durations_past(entry, 0.5)
+    assert durations == tuple(
+        round(v * side / 0.5, 3) for v in (5.0, 40.0) for side in POSTURE_SIDES
+    )
+    assert min(durations) < 10.0 < max(d for d in durations if d < 20)  # inside and past
+    spaces = {s.name: dict(s.params) for s in action_spaces(durations=durations)}
+    plain = {s.name: dict(s.params) for s in action_spaces()}
+    for action, param in (("hang", "duration_s"), ("slow", "delay_s"), ("drip", "interval_s")):
+        assert set(durations) <= set(spaces[action][param]), (action, param)
+        assert not set(durations) & set(plain[action][param])
+    # a Retry-After is not a duration the posture measures
+    assert spaces["status"]["retry_after_s"] == plain["status"]["retry_after_s"]
+    # a silent call still waiting at the hold measured no deadline: nothing is added
+    assert durations_past({"gave_up_after_s": None, "dead_peer_bound_s": None}, 1.0) == ()
+
+
+@given(scenario_data(["chat"], ["hang"], durations=(4.0, 6.25)))
+@_DRAWS
+def test_drawn_durations_past_a_posture_validate(data):
+    scenario_from_dict(data, file="<drawn>")
+
+
 def test_event_boundaries_are_the_plan_s_real_events():
     chat = plan_shape("chat", True, "tool_call", None, EVENTS)
     assert chat.kinds[0] == "open" and chat.kinds[-1] == "terminal"
@@ -140,24 +169,24 @@ def test_every_drawn_network_case_validates_and_carries_its_backend_s_floor(data
             assert scenario.request.calls == 2
 
 
-def test_each_backend_s_space_is_read_from_its_registry():
-    drawn = {"relay": set(), "toxiproxy": set(), "kernel": set()}
-
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(scenario_data(["chat"], backends=_NETWORK))
-    def collect(data):
-        net = data["network"]
-        if net["backend"] == "relay":
-            drawn["relay"].add(net["relay"]["mode"])
-        elif net["backend"] == "toxiproxy":
-            drawn["toxiproxy"].add(net["toxics"][0]["type"])
-        else:
-            drawn["kernel"].add(net["kernel"]["shape"])
-
-    collect()
-    assert drawn["relay"] == set(MODES)
-    assert drawn["toxiproxy"] == set(TOXIC_TYPES)
-    assert drawn["kernel"] == set(SHAPES)
+@pytest.mark.parametrize(
+    ("backend", "value", "values"),
+    [
+        *(("relay", mode, lambda net: net["relay"]["mode"]) for mode in MODES),
+        *(("toxiproxy", kind, lambda net: net["toxics"][0]["type"]) for kind in TOXIC_TYPES),
+        *(("kernel", shape, lambda net: net["kernel"]["shape"]) for shape in SHAPES),
+    ],
+)
+def test_each_backend_s_space_is_read_from_its_registry(backend, value, values):
+    # every entry of each backend's registry can be drawn: searched for, not sampled
+    # (300 random draws missed two of Toxiproxy's eight toxics once)
+    plan = plan_shape("chat", True, "text", None, EVENTS)
+    found = find(
+        _network(plan, backend),  # the network table alone: the rest is drawn elsewhere
+        lambda net: values(net) == value,
+        settings=settings(max_examples=2000, database=None, phases=(Phase.generate,)),
+    )
+    assert found["backend"] == backend
 
 
 def test_toxic_attributes_start_at_their_default_and_every_draw_validates():
