@@ -36,10 +36,26 @@ MARKERS = (
     "slow: takes more than a few seconds",
 )
 
-#: Test paths (relative to tests/) whose tests go through an SDK transport.
+#: Test paths (relative to tests/) whose tests go through an SDK transport: the client,
+#: guard and catalog directories whole; of runner/, the modules that drive the reference
+#: stack, the bare openai SDK or httpx (by a built-in target's name, a mutant, an import,
+#: or a double that imports them). The runner's own machinery run on test doubles
+#: (forking, cgroups, leaks, lineage, hostile children) is the same code under either SDK
+#: line and runs once. tests/test_tiers.py checks runner/'s selection against that rule.
 SDK_MATRIX_PATHS = (
     "client/",
-    "runner/",
+    "runner/test_any_target.py",
+    "runner/test_call_ceiling.py",
+    "runner/test_case_isolation.py",
+    "runner/test_causes.py",
+    "runner/test_lateness.py",
+    "runner/test_leak_reading.py",
+    "runner/test_not_exercised.py",
+    "runner/test_retry_after_contract.py",
+    "runner/test_runner.py",
+    "runner/test_scheduling.py",
+    "runner/test_sentinel_scenario.py",
+    "runner/test_targets.py",
     "targets/test_protocol_contract.py",
     "test_catalog.py",
     "server/test_sdk.py",

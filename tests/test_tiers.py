@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,6 +28,58 @@ def test_every_sdk_matrix_path_names_a_test_file_or_directory() -> None:
     for path in conftest.SDK_MATRIX_PATHS:
         target = ROOT / "tests" / path
         assert target.is_dir() == path.endswith("/"), path  # a prefix must be a whole name
+
+
+#: What makes a runner/ module's outcome depend on the SDK line: a built-in target on
+#: the openai SDK or httpx named as a string, a mutant of the reference stack, or an
+#: import of httpx / openai (in the module, or in a double module it names).
+_DRIVES_SDK = re.compile(
+    r"""["'](reference|openai-sdk|anthropic-sdk|[a-z-]+\+guard|mutant:[a-z-]+)["']"""
+    r"|^\s*(import|from) (httpx|openai)\b",
+    re.MULTILINE,
+)
+_DOUBLE = re.compile(r"runner\.(\w+):(\w+)")
+
+
+def _drives_sdk(path: Path) -> bool:
+    """The module names an SDK-line target, imports httpx/openai, or names a double class
+    (``runner.module:Class``) whose own source does."""
+    source = path.read_text()
+    if _DRIVES_SDK.search(source):
+        return True
+    return any(_class_drives_sdk(path.parent / f"{m}.py", c) for m, c in _DOUBLE.findall(source))
+
+
+def _class_drives_sdk(module: Path, name: str) -> bool:
+    tree = ast.parse(source := module.read_text())
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    if any(_DRIVES_SDK.search(ast.get_source_segment(source, n) or "") for n in imports):
+        return True  # imported at the top: every class of the module uses it
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    seen: set[str] = set()
+    while name in classes and name not in seen:  # the class and its bases in the module
+        seen.add(name)
+        node = classes[name]
+        if _DRIVES_SDK.search(ast.get_source_segment(source, node) or ""):
+            return True
+        bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+        name = bases[0] if bases else ""
+    return False
+
+
+def test_the_sdk_matrix_takes_exactly_the_runner_modules_that_drive_an_sdk() -> None:
+    # The openai 3.x run repeats what can differ between the SDK lines; a runner module
+    # on test doubles alone runs the same code under both and is run once.
+    conftest = _root_conftest()
+    modules = sorted((ROOT / "tests" / "runner").glob("test_*.py"))
+    driving = {f"runner/{p.name}" for p in modules if _drives_sdk(p)}
+    listed = {p for p in conftest.SDK_MATRIX_PATHS if p.startswith("runner/")}
+    assert listed == driving
+    # the rule sees both kinds: a direct name and a double that imports httpx
+    assert "runner/test_runner.py" in driving
+    assert "runner/test_retry_after_contract.py" in driving
+    assert "runner/test_call_ceiling.py" in driving  # its agent double imports openai
+    assert "runner/test_forking.py" not in driving
 
 
 def test_no_test_skips_when_a_harness_module_fails_to_import() -> None:
