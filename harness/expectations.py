@@ -12,6 +12,12 @@ file, so judging and gating it needs no edit to the catalog::
     messages_healthy_stream = "not_applicable"
     [max_requests]                     # optional: per-scenario request budget for this target
     chat_mid_stream_stall = 6
+    [varies.chat_steady_slow_token_drip]   # optional: a check this target passes or fails
+    no_leaks = "2 of 10 runs: ..."         # by its own timing, measured; why, with the rate
+
+``varies`` is read by ``harness report diff`` (:func:`recorded_variations`): a case whose
+only difference between two runs is such a check flipping is an accepted variation of
+the target, not a regression; the run itself still judges the check every time.
 
 ``harness run -t X --write-expectations FILE`` writes one from a run
 (:func:`render_overlay`); ``--expectations FILE`` gates on it (:func:`apply_overlays`:
@@ -35,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.contract.check import checks
 from harness.outcome import Outcome
 from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
 from harness.scenario_errors import check_expected, read_toml
@@ -46,6 +53,7 @@ __all__ = [
     "expectation_text",
     "load_overlay",
     "overlays_for",
+    "recorded_variations",
     "render_overlay",
     "shipped_overlays",
     "with_overlays",
@@ -54,7 +62,7 @@ __all__ = [
 
 #: Overlays shipped with the package; each applies to the target its ``target`` names.
 SHIPPED_DIR = CATALOG_DIR / "expectations"
-_KEYS = ("target", "expected", "max_requests")
+_KEYS = ("target", "expected", "max_requests", "varies")
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class Overlay:
     target: str
     expected: Mapping[str, str] = field(default_factory=dict)
     max_requests: Mapping[str, int] = field(default_factory=dict)
+    #: scenario -> {check: why}: checks this target passes or fails by its own timing
+    varies: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     path: str = ""
 
 
@@ -85,7 +95,8 @@ def overlay_from_dict(
         raise ScenarioError(file, "target", f"{target!r} is not valid", "the -t name, a string")
     expected = _table(raw, "expected", file)
     budgets = _table(raw, "max_requests", file)
-    for table, entries in (("expected", expected), ("max_requests", budgets)):
+    varies = _varies(_table(raw, "varies", file), file)
+    for table, entries in (("expected", expected), ("max_requests", budgets), ("varies", varies)):
         for scenario in entries:
             if scenario not in names:
                 raise ScenarioError(
@@ -98,7 +109,13 @@ def overlay_from_dict(
             raise ScenarioError(
                 file, f"max_requests.{scenario}", f"{n!r} is not valid", "a whole number >= 1"
             )
-    return Overlay(target=target, expected=dict(expected), max_requests=dict(budgets), path=file)
+    return Overlay(
+        target=target,
+        expected=dict(expected),
+        max_requests=dict(budgets),
+        varies=varies,
+        path=file,
+    )
 
 
 def shipped_overlays(
@@ -242,6 +259,42 @@ def write_overlay(path: str | Path, target: str, results: Iterable[Any]) -> None
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def recorded_variations(
+    targets: Iterable[str], *, directory: Path = SHIPPED_DIR
+) -> dict[tuple[str, str], Mapping[str, str]]:
+    """(target, scenario) -> {check: why} from the shipped overlays of ``targets``."""
+    names = {p.stem for p in CATALOG_DIR.glob("*.toml")}
+    return {
+        (overlay.target, scenario): checks
+        for overlay in shipped_overlays(scenarios=names, directory=directory, targets=list(targets))
+        for scenario, checks in overlay.varies.items()
+    }
+
+
+def _varies(table: Mapping[str, Any], file: str) -> dict[str, dict[str, str]]:
+    known = sorted(c.name for c in checks())
+    out: dict[str, dict[str, str]] = {}
+    for scenario, entries in table.items():
+        if not isinstance(entries, Mapping) or not entries:
+            raise ScenarioError(
+                file, f"varies.{scenario}", f"{entries!r} is not valid", "a table of check = why"
+            )
+        for check, why in entries.items():
+            if check not in known:
+                raise ScenarioError(
+                    file, f"varies.{scenario}.{check}", "unknown check", ", ".join(known)
+                )
+            if not isinstance(why, str) or not why.strip():
+                raise ScenarioError(
+                    file,
+                    f"varies.{scenario}.{check}",
+                    f"{why!r} is not valid",
+                    "why it varies, with the measured rate (a string)",
+                )
+        out[scenario] = dict(entries)
+    return out
 
 
 def _table(raw: Mapping[str, Any], key: str, file: str) -> dict[str, Any]:

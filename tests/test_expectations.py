@@ -92,6 +92,16 @@ def test_bad_outcome_names_the_field_and_the_outcome_syntax(tmp_path):
         ),
         ('target = "x"\nexpected = "ok"\n', "expected"),
         ("target = \n", "(toml)"),
+        ('target = "x"\n[varies.nope]\nno_leaks = "why"\n', "varies.nope"),
+        (
+            'target = "x"\n[varies.chat_healthy_stream]\nno_leak = "why"\n',
+            "varies.chat_healthy_stream.no_leak",
+        ),
+        (
+            'target = "x"\n[varies.chat_healthy_stream]\nno_leaks = ""\n',
+            "varies.chat_healthy_stream.no_leaks",
+        ),
+        ('target = "x"\nvaries = { chat_healthy_stream = 1 }\n', "varies.chat_healthy_stream"),
     ],
 )
 def test_other_bad_input_names_its_field(tmp_path, text, field):
@@ -138,7 +148,7 @@ def test_expectation_text_round_trips_through_the_outcome_syntax():
 def test_shipped_overlays_validate_against_the_catalog():
     names = [s.name for s in load_catalog()]
     for o in shipped_overlays(scenarios=names):
-        assert o.expected or o.max_requests, o.path
+        assert o.expected or o.max_requests or o.varies, o.path
 
 
 def test_a_file_for_a_target_outside_the_run_is_an_error(tmp_path):

@@ -13,7 +13,9 @@ and sorts every difference into one of four groups:
     variation    the outcome moved between two the target's expectation accepts (both
                  sides matched the same ``expected``, e.g. ``ok|false_kill``): the
                  target's own recorded variance, never a regression (the checks that
-                 came with it are named, ``harness.report.diff_rules``)
+                 came with it are named, ``harness.report.diff_rules``); or only checks
+                 the target's overlay records as varying on that case flipped (``[varies]``
+                 in ``harness/catalog/expectations/``, read by :func:`diff_files`)
 
 Each changed case carries what changed underneath (``harness.report.diff_causes``): the
 exception chain's root cause, the transport facts and the evidence of each newly failed
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.expectations import recorded_variations
 from harness.report.common import fmt_seconds
 from harness.report.diff_causes import Cause, Underneath, summarise, underneath
 from harness.report.diff_rules import (
@@ -50,6 +53,7 @@ from harness.report.diff_rules import (
     flaky_alike,
     flaky_note,
     latency_moved,
+    recorded_variation,
     requests_moved,
     variation_note,
 )
@@ -251,14 +255,17 @@ def diff_files(
     latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
     requests_noise: int = DEFAULT_REQUESTS_NOISE,
 ) -> ReportDiff:
+    base_report, head_report = load_report(base), load_report(head)
+    targets = {e["target"] for r in (base_report, head_report) for e in r["results"]}
     return diff_reports(
-        load_report(base),
-        load_report(head),
+        base_report,
+        head_report,
         base_name=str(base),
         head_name=str(head),
         latency_noise_s=latency_noise_s,
         latency_noise_ratio=latency_noise_ratio,
         requests_noise=requests_noise,
+        variations=recorded_variations(sorted(targets)),
     )
 
 
@@ -271,8 +278,10 @@ def diff_reports(
     latency_noise_s: float = DEFAULT_LATENCY_NOISE_S,
     latency_noise_ratio: float = DEFAULT_LATENCY_NOISE_RATIO,
     requests_noise: int = DEFAULT_REQUESTS_NOISE,
+    variations: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> ReportDiff:
-    """Compare two loaded reports (:func:`load_report`'s dicts)."""
+    """Compare two loaded reports (:func:`load_report`'s dicts); ``variations``: per
+    (target, scenario), the checks recorded as varying there (check -> why)."""
     base_cases, head_cases = _cases(base), _cases(head)
     base_targets = sorted({t for t, _ in base_cases})
     head_targets = sorted({t for t, _ in head_cases})
@@ -302,6 +311,7 @@ def diff_reports(
             head_cases.get(key),
             latency=(latency_noise_s, latency_noise_ratio) if compare_latency else None,
             requests_noise=requests_noise,
+            varies=(variations or {}).get(key),
         )
         if delta is None:
             unchanged += 1
@@ -325,6 +335,7 @@ def _case_delta(
     *,
     latency: tuple[float, float] | None,
     requests_noise: int = DEFAULT_REQUESTS_NOISE,
+    varies: Mapping[str, str] | None = None,
 ) -> CaseDelta | None:
     target, scenario = key
     base = None if base_entry is None else CaseSide.from_entry(base_entry)
@@ -356,6 +367,7 @@ def _case_delta(
         what.append("newly failed: " + ", ".join(f"`{c}`" for c in newly))
     if gone:
         what.append("no longer failed: " + ", ".join(f"`{c}`" for c in gone))
+    checks_only = len(what)  # the lines so far say only which checks flipped
     noisy = base.flaky or head.flaky
     if base.outcome != head.outcome and not noisy:
         what.append(f"outcome `{base.outcome}` → `{head.outcome}`")
@@ -368,6 +380,10 @@ def _case_delta(
         what.append("transport settings")
     if not what:
         return None
+    recorded = recorded_variation(newly + gone, varies or {})
+    if recorded is not None and len(what) == checks_only:
+        what.append(recorded)
+        return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)
     if flaky_alike(base, head):
         what.append(flaky_note(base, head))
         return CaseDelta(scenario, target, "variation", tuple(what), base, head, newly, under)

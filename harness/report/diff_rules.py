@@ -10,6 +10,9 @@
   (both sides matched the same ``expected``). The checks that came with the move are
   named; those the outcome alone does not decide (not in :data:`OUTCOME_CHECKS`: a leak
   hermes leaves on one path and not the other) are marked, never hidden;
+* **recorded variation**: nothing changed but checks the target's overlay records as
+  varying by its own timing on that case (``[varies]``, ``harness.expectations``: a
+  leak hermes leaves in some runs, with the measured rate); the note names each;
 * **flaky alike**: both reports ran the case several times (``--repeat``), each saw more
   than one verdict, and the head saw none the base did not: the same spread, not a change.
 
@@ -21,6 +24,7 @@ Not here: the diff itself (``harness.report.diff``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harness.contract.check import checks
@@ -32,6 +36,7 @@ __all__ = [
     "flaky_note",
     "latency_moved",
     "rates",
+    "recorded_variation",
     "requests_moved",
     "variation_note",
 ]
@@ -62,6 +67,14 @@ def variation_note(head: Side, newly: tuple[str, ...]) -> str:
     if other:
         note += "; with " + ", ".join(f"`{c}`" for c in other) + " (not decided by the outcome)"
     return note
+
+
+def recorded_variation(changed: tuple[str, ...], varies: Mapping[str, str]) -> str | None:
+    """The note for a case whose changed checks are all recorded as varying for its
+    target (``varies``: check -> why); None when one is not, or none changed."""
+    if not changed or any(c not in varies for c in changed):
+        return None
+    return "recorded variation: " + "; ".join(f"`{c}` varies ({varies[c]})" for c in changed)
 
 
 def rates(side: Side) -> str:

@@ -158,6 +158,33 @@ def test_an_accepted_move_names_the_checks_the_outcome_does_not_decide(tmp_path)
     assert main(["report", "diff", str(b), str(h)]) == 0
 
 
+def test_a_check_the_target_s_overlay_records_as_varying_is_a_variation_alone(tmp_path):
+    """hermes's abandoned Codex worker leaks its socket in some runs of one build (the
+    shipped hermes overlay's [varies]): that flip alone is quiet; with anything else
+    changed, or another check, or on another target, it is not."""
+    inband = "responses_inband_overloaded_then_success"
+    leak = dict(verdict="fail", checks=["no_leaks"])
+    b = write(tmp_path, "b.json", [case(inband), case("other")])
+    h = write(tmp_path, "h.json", [case(inband, **leak), case("other", **leak)])
+    deltas = {d.scenario: d for d in diff_files(b, h).deltas}
+    assert deltas[inband].group == "variation"
+    assert "`no_leaks` varies (3 of 18 runs" in deltas[inband].what[-1]
+    assert deltas["other"].group == "regression"  # nothing recorded for that case
+    # the reverse flip is the same variation
+    assert {d.group for d in diff_files(h, b).deltas if d.scenario == inband} == {"variation"}
+    # a flip that came with another change is not hidden
+    alone = write(tmp_path, "a.json", [case(inband)])
+    moved = write(tmp_path, "m.json", [case(inband, requests=5, **leak)])
+    assert diff_files(alone, moved).deltas[0].group == "regression"
+    two = write(tmp_path, "t.json", [case(inband, verdict="fail", checks=["no_leaks", "bounded"])])
+    assert diff_files(alone, two).deltas[0].group == "regression"
+    other_target = [case(inband, target="reference")]
+    ob = write(tmp_path, "ob.json", other_target)
+    oh = write(tmp_path, "oh.json", [case(inband, target="reference", **leak)])
+    assert diff_files(ob, oh).deltas[0].group == "regression"
+    assert main(["report", "diff", str(b), str(h)]) == 1  # "other" still regressed
+
+
 def test_repeat_rates_are_shown_on_an_accepted_variation(tmp_path):
     expected = "ok|false_kill"
     base = [case("slow", expected=expected)]
