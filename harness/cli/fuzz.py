@@ -149,7 +149,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         # a contract the reference fails too is nobody's to meet: say so on the line
         met = "" if ref is None else f"; {ref.target}: {ref.outcome.label} {ref.verdict}"
         out.print(
-            f"[bold red]finding[/] {finding.key[0]} ({', '.join(finding.key[1])}): "
+            f"[bold red]finding[/] {finding.result.outcome.label} ({', '.join(finding.key[1])}): "
             f"{finding.data['summary']}  \\[{finding.status} {finding.rate}{met}] "
             f"first seen {finding.first_seen_s:.1f} s, shrunk by {finding.found_s:.1f} s",
             highlight=False,

@@ -1,4 +1,5 @@
-"""Findings: one per group (outcome kind x failed checks), written as catalog scenarios.
+"""Findings: one per group (failed checks, and the outcome kind where it decides one),
+written as catalog scenarios.
 
 A finding's file is a scenario TOML in the catalog's own format (``docs/scenarios.md``):
 it loads with :func:`harness.scenario.load_scenario`, drops into ``harness/catalog/`` or
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.case_result import CaseResult
+from harness.contract.check import checks
+
+_BY_OUTCOME = frozenset(c.name for c in checks() if c.by_outcome)
 
 __all__ = [
     "Finding",
@@ -38,7 +42,7 @@ __all__ = [
     "write_findings",
 ]
 
-#: (outcome kind, failed checks sorted): one bug is one finding.
+#: (outcome kind or ``any``, failed checks sorted): one bug is one finding.
 GroupKey = tuple[str, tuple[str, ...]]
 _SCALARS = (str, int, float, bool)
 
@@ -47,8 +51,17 @@ _SCALARS = (str, int, float, bool)
 _DIFFERS = "differs:"
 
 
+#: The outcome part of a group whose failed checks the outcome does not decide.
+ANY_OUTCOME = "any"
+
+
 def group_key(result: CaseResult) -> GroupKey:
-    return result.outcome.kind, tuple(sorted(result.failed_checks))
+    """The failed checks, with the outcome kind only where one of them is decided by the
+    outcome (``Check.by_outcome``): a posture or budget check (``dead_peer_bound``,
+    ``bounded``) fails alike whether the call raised, hung or returned, and is one bug."""
+    failed = tuple(sorted(result.failed_checks))
+    decided = any(c in _BY_OUTCOME for c in failed) or not failed
+    return (result.outcome.kind if decided else ANY_OUTCOME), failed
 
 
 def differs_key(result: CaseResult, other: CaseResult) -> GroupKey | None:

@@ -67,6 +67,10 @@ __all__ = ["FuzzSettings", "Search", "SearchReport", "Stop", "run_search"]
 
 #: Case runs one shrink may spend; after it the shrink takes the smallest failure so far.
 SHRINK_CASES = 120
+#: Seconds one shrink may spend (from the group's claim): a group of slow cases (hangs
+#: behind a relay, ~10 s each) otherwise held a worker for minutes while other groups
+#: went unsearched (a 5-minute openai-sdk search spent 180 s shrinking one relay hang).
+SHRINK_S = 60.0
 REFERENCE = "reference"
 
 
@@ -101,6 +105,8 @@ class FuzzSettings:
     database: Path | None = None
     confirm: int = 3
     shrink_cases: int = SHRINK_CASES
+    #: seconds one shrink may spend (None: no limit but ``shrink_cases``)
+    shrink_s: float | None = SHRINK_S
     #: the target whose verdict says the contract can be met (None: not checked)
     reference: str | None = REFERENCE
     #: a second target whose outcome kind the target's must equal (``--same-as``;
@@ -292,7 +298,7 @@ class Search:
             return cached
         if state.key is None:
             self._check_budget()
-        elif self._cut_short() or state.shrink_runs >= self.config.shrink_cases:
+        elif self._shrink_over(state) or state.shrink_runs >= self.config.shrink_cases:
             return None
         else:
             state.shrink_runs += 1
@@ -331,7 +337,7 @@ class Search:
         with self._lock:
             other = self._cache.get(name)
         if other is None:
-            if state.key is not None and self._cut_short():
+            if state.key is not None and self._shrink_over(state):
                 return None  # the shrink is over: not run, not a failure
             other = self._run(data, target)
             with self._lock:
@@ -383,6 +389,17 @@ class Search:
             return self._stopped_by in ("interrupted", "error") or (
                 self._deadline is not None and self._clock() >= self._deadline
             )
+
+    def _shrink_over(self, state: _Round) -> bool:
+        """Cut short, or the claimed group's shrink has spent its ``shrink_s``."""
+        if self._cut_short():
+            return True
+        limit, claimed = self.config.shrink_s, state.first_seen_s
+        return (
+            limit is not None
+            and claimed is not None
+            and self._clock() - self._started - claimed >= limit
+        )
 
     def _check_budget(self) -> None:
         if self._stop.is_set():
