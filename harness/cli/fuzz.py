@@ -150,7 +150,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         met = "" if ref is None else f"; {ref.target}: {ref.outcome.label} {ref.verdict}"
         out.print(
             f"[bold red]finding[/] {finding.result.outcome.label} ({', '.join(finding.key[1])}): "
-            f"{finding.data['summary']}  \\[{finding.status} {finding.rate}{met}] "
+            f"{finding.data['summary']}  \\[{finding.status} {finding.rate}{met}"
+            f"{'; unshrunk: the shrunk form never failed again' if finding.unshrunk else ''}] "
             f"first seen {finding.first_seen_s:.1f} s, shrunk by {finding.found_s:.1f} s",
             highlight=False,
         )

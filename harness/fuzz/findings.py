@@ -100,6 +100,8 @@ class Finding:
     first_seen_s: float = 0.0
     found_s: float = 0.0
     shrink_runs: int = 0
+    #: the shrunk script did not fail again on any replay; this is the unshrunk one
+    unshrunk: bool = False
 
     @property
     def name(self) -> str:
@@ -158,6 +160,7 @@ class Finding:
             "first_seen_s": round(self.first_seen_s, 2),
             "found_s": round(self.found_s, 2),
             "shrink_runs": self.shrink_runs,
+            "shrunk_did_not_repeat": self.unshrunk,
             "file": f"{self.name}.toml",
         }
 
@@ -171,6 +174,8 @@ def to_toml(finding: Finding) -> str:
         *(f"#   {check}: {text}" for check, text in r.evidence.items()),
         f"# confirmation: {finding.status} ({finding.rate} replays failed the same way)",
     ]
+    if finding.unshrunk:
+        head.append("# unshrunk: the shrunk script never failed again; this is the one first found")
     if finding.reference is not None:
         ref = finding.reference
         head.append(f"# reference: {ref.outcome.label}, verdict {ref.verdict}")

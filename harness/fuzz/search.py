@@ -425,25 +425,34 @@ class Search:
     # ------------------------------------------------------------------ findings
 
     def _finish(self, found: _Found, state: _Round) -> None:
-        confirmed: list[bool] = []
-        if not self._cut_short():
-            for _ in range(self.config.confirm):
-                again = self._run(found.data)
-                confirmed.append(self._key_again(found.data, again) == found.key)
+        data, result = found.data, found.result
+        confirmed = self._confirm(data, found.key)
+        first = state.first
+        unshrunk = False
+        if confirmed and not any(confirmed) and first is not None and first is not data:
+            # the shrunk script never failed again (a smaller form that failed once, on
+            # timing): the unshrunk one, replayed before it was claimed, is handed over
+            again = self._confirm(first, found.key)
+            if again and all(again):
+                with self._lock:
+                    cached = self._cache.get(first["name"])
+                if cached is not None:
+                    data, result, confirmed, unshrunk = first, cached, again, True
         # the target the finding is told against: the one it differs from, else the
         # reference that met the contract
         other = self.config.same_as if is_difference(found.key) else self.config.reference
         reference = None
         if other and other != self.config.target:
             with self._lock:
-                reference = self._cache.get(f"{found.data['name']}@{other}")
+                reference = self._cache.get(f"{data['name']}@{other}")
         finding = Finding(
             key=found.key,
-            data=found.data,
-            result=found.result,
+            data=data,
+            result=result,
             target=self.config.target,
-            first=state.first or found.data,
+            first=first or data,
             confirm_runs=tuple(confirmed),
+            unshrunk=unshrunk,
             reference=reference,
             first_seen_s=state.first_seen_s or 0.0,
             found_s=self._clock() - self._started,
@@ -453,6 +462,12 @@ class Search:
             self.report.findings.append(finding)
             if self._on_finding is not None:
                 self._on_finding(finding)
+
+    def _confirm(self, data: dict[str, Any], key: GroupKey) -> list[bool]:
+        """``confirm`` replays of ``data``: did each fail in ``key``? (none when cut short)"""
+        if self._cut_short():
+            return []
+        return [self._key_again(data, self._run(data)) == key for _ in range(self.config.confirm)]
 
 
 def run_search(config: FuzzSettings, **kwargs: Any) -> SearchReport:

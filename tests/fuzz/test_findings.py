@@ -51,3 +51,29 @@ def test_a_difference_is_its_own_group_and_equal_kinds_are_none():
     assert key == ("differs:error/truncated_as_complete", ()) and is_difference(key)
     assert differs_key(mine, result("error", error="APIError")) is None
     assert not is_difference(group_key(result("ok", "dead_peer_bound")))
+
+
+def test_a_shrunk_form_that_never_fails_again_hands_over_the_unshrunk_one(tmp_path):
+    # the runner is replaced by a table here: which replays fail is the point, and a real
+    # client's timing cannot be told to fail once and then never (the search itself runs
+    # real cases in test_search.py)
+    from harness.fuzz.search import FuzzSettings, Search, _Found, _Round
+
+    cut = result("truncated_as_complete", "honest_reply")
+    first = {"name": "fuzz_chat_first", "summary": "first", "script": {"rules": [{}, {}]}}
+    shrunk = {"name": "fuzz_chat_shrunk", "summary": "shrunk", "script": {"rules": []}}
+    search = Search(FuzzSettings(target="t", apis=("chat",), confirm=3, reference=None))
+    runs: list[str] = []
+
+    def run(data, target=None):
+        runs.append(data["name"])
+        return cut if data is first else result("ok")
+
+    search._run = run  # type: ignore[method-assign]
+    search._cache[first["name"]] = cut
+    state = _Round(worker=0, key=group_key(cut), first=first, first_seen_s=1.0)
+    search._finish(_Found(group_key(cut), shrunk, cut), state)
+    (finding,) = search.report.findings
+    assert runs == ["fuzz_chat_shrunk"] * 3 + ["fuzz_chat_first"] * 3
+    assert finding.data is first and finding.unshrunk and finding.status == "confirmed"
+    assert finding.to_dict()["shrunk_did_not_repeat"] is True
