@@ -57,6 +57,7 @@ from harness.report.diff_rules import (
     requests_moved,
     variation_note,
 )
+from harness.report.diff_side import VERDICT_RANK, CaseSide
 from harness.report.json_report import ReportError, read_report
 
 __all__ = [
@@ -90,77 +91,6 @@ DEFAULT_LATENCY_NOISE_S = 1.0
 DEFAULT_LATENCY_NOISE_RATIO = 0.5
 #: A request count that moved by at most this many, the outcome unchanged, is noise.
 DEFAULT_REQUESTS_NOISE = 1
-_VERDICT_RANK = {"fail": 0, "safe": 1, "pass": 2}
-#: Outcome kinds that mean the case was not run: nothing to compare it with.
-_NOT_RUN = frozenset({"skipped", "not_applicable", "did_not_start"})
-
-
-@dataclass(frozen=True)
-class CaseSide:
-    """One report's view of one case: only the fields the diff compares."""
-
-    verdict: str | None
-    failed_checks: tuple[str, ...]
-    outcome: str | None
-    outcome_kind: str | None
-    requests: int | None
-    latency_s: float | None
-    flaky: bool
-    message: str
-    #: The expectation the case was judged by and whether it matched (None: unknown).
-    expected: str | None = None
-    matched: bool | None = None
-    #: ``--repeat``: how often each outcome came out (empty: one run).
-    outcomes_seen: tuple[tuple[str, int], ...] = ()
-    #: ``--repeat``: how often each verdict came out (empty: one run).
-    verdicts_seen: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> CaseSide:
-        outcome = entry.get("outcome")
-        outcome = outcome if isinstance(outcome, Mapping) else {}
-        label = entry.get("actual")
-        kind = outcome.get("kind")
-        if not isinstance(label, str):
-            label = kind if isinstance(kind, str) else None
-        verdict = entry.get("verdict")
-        checks = entry.get("failed_checks")
-        expected, matched = entry.get("expected"), entry.get("matched")
-        repeats = entry.get("repeats")
-        repeats = repeats if isinstance(repeats, Mapping) else {}
-        seen, verdicts = repeats.get("outcomes"), repeats.get("verdicts")
-        return cls(
-            verdict=verdict if verdict in _VERDICT_RANK or verdict == "not_exercised" else None,
-            failed_checks=tuple(c for c in checks if isinstance(c, str))
-            if isinstance(checks, list)
-            else (),
-            outcome=label,
-            outcome_kind=kind if isinstance(kind, str) else None,
-            requests=_int_or_none(entry.get("requests")),
-            latency_s=_float_or_none(entry.get("latency_s")),
-            flaky=bool(entry.get("flaky")),
-            message=str(entry.get("message") or "")[:300],
-            expected=expected if isinstance(expected, str) and expected else None,
-            matched=matched if isinstance(matched, bool) else None,
-            outcomes_seen=_counts(seen),
-            verdicts_seen=_counts(verdicts),
-        )
-
-    @property
-    def ran(self) -> bool:
-        return self.outcome_kind not in _NOT_RUN
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "failed_checks": list(self.failed_checks),
-            "outcome": self.outcome,
-            "requests": self.requests,
-            "latency_s": self.latency_s,
-            "flaky": self.flaky,
-            "expected": self.expected,
-            "matched": self.matched,
-        }
 
 
 @dataclass(frozen=True)
@@ -357,7 +287,7 @@ def _case_delta(
     what: list[str] = []
     newly = tuple(c for c in head.failed_checks if c not in base.failed_checks)
     gone = tuple(c for c in base.failed_checks if c not in head.failed_checks)
-    b_rank, h_rank = _VERDICT_RANK.get(base.verdict or ""), _VERDICT_RANK.get(head.verdict or "")
+    b_rank, h_rank = VERDICT_RANK.get(base.verdict or ""), VERDICT_RANK.get(head.verdict or "")
     unreached = "not_exercised" in (base.verdict, head.verdict)  # neither better nor worse
     if base.verdict != head.verdict and None not in (
         (b_rank, h_rank) if not unreached else (base.verdict, head.verdict)
@@ -408,18 +338,3 @@ def _cases(report: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]
 def _scale(report: Mapping[str, Any]) -> Any:
     scale = report.get("time_scale")
     return tuple(scale) if isinstance(scale, list) else scale
-
-
-def _counts(value: Any) -> tuple[tuple[str, int], ...]:
-    items = value.items() if isinstance(value, Mapping) else ()
-    return tuple((str(k), n) for k, n in items if isinstance(n, int))
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float_or_none(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.diff import CaseDelta, CaseSide, ReportDiff
+from harness.report.diff import CaseDelta, ReportDiff
+from harness.report.diff_side import CaseSide
 
 __all__ = ["render_diff_markdown", "write_diff_markdown"]
 

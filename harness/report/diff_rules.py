@@ -16,7 +16,7 @@
 * **flaky alike**: both reports ran the case several times (``--repeat``), each saw more
   than one verdict, and the head saw none the base did not: the same spread, not a change.
 
-Each rule reads two :class:`~harness.report.diff.CaseSide` objects (any object with
+Each rule reads two :class:`~harness.report.diff_side.CaseSide` objects (any object with
 their fields: this module imports nothing of the diff).
 
 Not here: the diff itself (``harness.report.diff``).
@@ -41,7 +41,7 @@ __all__ = [
     "variation_note",
 ]
 
-Side = Any  # harness.report.diff.CaseSide
+Side = Any  # harness.report.diff_side.CaseSide
 
 #: The contract checks the outcome alone decides (``Check.by_outcome`` in the registry,
 #: ``harness.contract.checks``): a move between two accepted outcomes flips these by itself.
