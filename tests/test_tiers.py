@@ -124,7 +124,7 @@ def test_loadgroup_keeps_a_group_on_one_scope_and_splits_the_rest_per_test() -> 
     assert conftest.pytest_xdist_make_scheduler(config=other_config, log=None) is None
 
 
-def test_heavier_scopes_come_first_and_a_group_keeps_its_order() -> None:
+def test_heavier_modules_come_first_and_each_keeps_its_tests_together() -> None:
     conftest = _root_conftest()
 
     class Item:
@@ -139,16 +139,20 @@ def test_heavier_scopes_come_first_and_a_group_keeps_its_order() -> None:
     gateway = "tests/targets/test_litellm_proxy.py::"
     items = [
         Item("tests/a.py::quick", None),
+        Item("tests/a.py::also_quick", 30),
         Item(gateway + "test_first", 30),
+        Item("tests/b.py::small", 20),
         Item("tests/b.py::gate", 1200),
         Item(gateway + "test_last_ends_the_gateway", 300),
         Item("tests/c.py::medium", 120),
     ]
     order = [i.nodeid for i in conftest.heaviest_first(items, 60.0)]  # type: ignore[arg-type]
     assert order == [
+        "tests/b.py::small",  # the module weighs its heaviest test; its order is kept
         "tests/b.py::gate",
-        gateway + "test_first",  # the group weighs its heaviest test; its order is kept
+        gateway + "test_first",  # a group likewise
         gateway + "test_last_ends_the_gateway",
         "tests/c.py::medium",
         "tests/a.py::quick",
+        "tests/a.py::also_quick",
     ]
