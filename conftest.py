@@ -123,30 +123,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker("sdk_matrix")
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)
-    if hasattr(config, "workerinput"):  # an xdist worker (every worker sorts alike)
-        items[:] = heaviest_first(items, float(config.getini("timeout") or 0))
-
-
-def heaviest_first(items: list[pytest.Item], default_timeout: float) -> list[pytest.Item]:
-    """``items`` with each module (an ``XDIST_GROUPS`` group as one) ordered by its
-    largest timeout, descending; a module's tests stay together and in their order
-    (interleaved, a module fixture is torn down and set up again on a worker). xdist
-    hands out scopes by size, then in collection order: a one-test scope of a minute (the
-    hermes gate, a kernel dead peer) handed out last made the run's tail (longest first
-    is the classic rule for filling parallel workers). A timeout is a test's declared
-    worst case."""
-
-    def timeout(item: pytest.Item) -> float:
-        marker = item.get_closest_marker("timeout")
-        return float(marker.args[0]) if marker is not None and marker.args else default_timeout
-
-    def unit(item: pytest.Item) -> str:
-        return xdist_group_of(item.nodeid) or item.nodeid.split("::", 1)[0]
-
-    weight: dict[str, float] = {}
-    for item in items:
-        weight[unit(item)] = max(weight.get(unit(item), 0.0), timeout(item))
-    return sorted(items, key=lambda item: -weight[unit(item)])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -122,37 +122,3 @@ def test_loadgroup_keeps_a_group_on_one_scope_and_splits_the_rest_per_test() -> 
     assert scope(other) == other  # ungrouped: its own unit, as loadgroup does
     other_config = SimpleNamespace(getvalue={"dist": "load"}.get)
     assert conftest.pytest_xdist_make_scheduler(config=other_config, log=None) is None
-
-
-def test_heavier_modules_come_first_and_each_keeps_its_tests_together() -> None:
-    conftest = _root_conftest()
-
-    class Item:
-        def __init__(self, nodeid: str, timeout: float | None) -> None:
-            self.nodeid, self._timeout = nodeid, timeout
-
-        def get_closest_marker(self, name: str) -> Any:
-            if name != "timeout" or self._timeout is None:
-                return None
-            return SimpleNamespace(args=(self._timeout,))
-
-    gateway = "tests/targets/test_litellm_proxy.py::"
-    items = [
-        Item("tests/a.py::quick", None),
-        Item("tests/a.py::also_quick", 30),
-        Item(gateway + "test_first", 30),
-        Item("tests/b.py::small", 20),
-        Item("tests/b.py::gate", 1200),
-        Item(gateway + "test_last_ends_the_gateway", 300),
-        Item("tests/c.py::medium", 120),
-    ]
-    order = [i.nodeid for i in conftest.heaviest_first(items, 60.0)]  # type: ignore[arg-type]
-    assert order == [
-        "tests/b.py::small",  # the module weighs its heaviest test; its order is kept
-        "tests/b.py::gate",
-        gateway + "test_first",  # a group likewise
-        gateway + "test_last_ends_the_gateway",
-        "tests/c.py::medium",
-        "tests/a.py::quick",
-        "tests/a.py::also_quick",
-    ]
