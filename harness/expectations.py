@@ -198,7 +198,7 @@ def with_overlays(
 
     An overlay covers the whole catalog, not only the run's selection, so the names it may
     use are the catalog's (file stems are scenario names: the loader checks that)."""
-    names = {s.name for s in scenarios} | {p.stem for p in Path(catalog_dir).glob("*.toml")}
+    names = {s.name for s in scenarios} | _catalog_names(catalog_dir)
     return apply_overlays(scenarios, overlays_for(targets, files, scenarios=names))
 
 
@@ -265,12 +265,17 @@ def recorded_variations(
     targets: Iterable[str], *, directory: Path = SHIPPED_DIR
 ) -> dict[tuple[str, str], Mapping[str, str]]:
     """(target, scenario) -> {check: why} from the shipped overlays of ``targets``."""
-    names = {p.stem for p in CATALOG_DIR.glob("*.toml")}
+    names = _catalog_names(CATALOG_DIR)
     return {
-        (overlay.target, scenario): checks
+        (overlay.target, scenario): flips
         for overlay in shipped_overlays(scenarios=names, directory=directory, targets=list(targets))
-        for scenario, checks in overlay.varies.items()
+        for scenario, flips in overlay.varies.items()
     }
+
+
+def _catalog_names(directory: str | Path) -> set[str]:
+    """The catalog's scenario names (file stems are scenario names: the loader checks)."""
+    return {p.stem for p in Path(directory).glob("*.toml")}
 
 
 def _varies(table: Mapping[str, Any], file: str) -> dict[str, dict[str, str]]:

@@ -80,7 +80,8 @@ def catalog_cases(api: str) -> list[Any]:
 
 
 def fuzz_rate(target: str, api: str, seconds: float, jobs: int, seed: int) -> Rate:
-    from harness.fuzz.search import FuzzSettings, Search
+    from harness.fuzz.search import Search
+    from harness.fuzz.settings import FuzzSettings
 
     config = FuzzSettings(
         target=target,

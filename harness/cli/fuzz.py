@@ -231,7 +231,7 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
     """The search's settings, every input checked (one line, exit 2 on a bad one)."""
     from harness.apis import APIS
     from harness.faults import ACTIONS
-    from harness.fuzz.search import FuzzSettings
+    from harness.fuzz.settings import FuzzSettings
     from harness.fuzz.space import action_spaces
     from harness.targets import load_target
 
@@ -258,12 +258,10 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
             )
     reference = None if args.reference == "none" else args.reference
     if reference is not None:
-        common.selected_targets(argparse.Namespace(target=[reference], target_python=None))
-        require_runnable([reference])
+        _check_other_target(reference)
     same_as = args.same_as
     if same_as is not None:
-        common.selected_targets(argparse.Namespace(target=[same_as], target_python=None))
-        require_runnable([same_as])
+        _check_other_target(same_as)
         if same_as == target:
             raise common.UsageError(f"--same-as {same_as}: the target itself; name another")
         theirs = load_target(same_as).apis
@@ -292,6 +290,12 @@ def _fuzz_settings(args: argparse.Namespace) -> Any:
         reference=reference,
         same_as=same_as,
     )
+
+
+def _check_other_target(name: str) -> None:
+    """A second target (``--reference``, ``--same-as``) is valid and can run here."""
+    common.selected_targets(argparse.Namespace(target=[name], target_python=None))
+    require_runnable([name])
 
 
 def _posture_durations(path: str | None, target: str, scale: float) -> tuple[float, ...]:

@@ -6,14 +6,17 @@ run as one case through the runner's public :func:`harness.runner.run_cases` (th
 child process, the same judge, contract, lineage and fault-reached rules as ``harness run``).
 
 One *round* is one Hypothesis run (reuse the example database, generate, shrink). The
-first failure of a group not yet found (group: the outcome kind and the failed checks,
-so one bug is one finding) is claimed by the round and shrunk by Hypothesis; any other
+first failure of a group not yet found (:func:`harness.fuzz.findings.group_key`: the
+failed checks, and the outcome kind where it decides one, so one bug is one finding) is
+claimed by the round and shrunk by Hypothesis; any other
 failure in that round, or a failure of a group already found, passes, so the search
 goes on to new groups in the next round. Results are cached by scenario content:
 Hypothesis replays an example several times while it shrinks, and the cache keeps the
 replay that reports the minimal example consistent. Confirmation is not cached: the
 shrunk scenario is run :attr:`FuzzSettings.confirm` more times and is ``confirmed`` only
-if it fails in its group every time, else ``timing_sensitive`` with its rate.
+if it fails in its group every time, else ``timing_sensitive`` with its rate. A shrink
+stops at ``shrink_cases`` runs or ``shrink_s`` seconds; a shrunk form that fails on no
+replay gives way to the unshrunk script when that one fails on every replay.
 
 A failing example counts only when the reference target meets the contract on it (it is
 run there too, once, cached): a script whose contract even the reference fails (a
@@ -36,8 +39,8 @@ a spent example budget lets it (and its confirmation) finish.
 Workers (``-j``): each runs its own rounds (seed + worker) with the one shared budget,
 cache, database and set of groups.
 
-Not here: the strategies (``harness.fuzz.strategies``), writing findings
-(``harness.fuzz.findings``).
+Not here: the settings and the report (``harness.fuzz.settings``), the strategies
+(``harness.fuzz.strategies``), writing findings (``harness.fuzz.findings``).
 """
 
 from __future__ import annotations
@@ -45,8 +48,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -59,19 +61,12 @@ from harness.fuzz.findings import (
     group_key,
     is_difference,
 )
+from harness.fuzz.settings import FuzzSettings, SearchReport
 from harness.fuzz.strategies import scenario_data
-from harness.runner import DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
+from harness.runner import CaseResult, RunSettings, run_cases
 from harness.scenario import scenario_from_dict
 
-__all__ = ["FuzzSettings", "Search", "SearchReport", "Stop", "run_search"]
-
-#: Case runs one shrink may spend; after it the shrink takes the smallest failure so far.
-SHRINK_CASES = 120
-#: Seconds one shrink may spend (from the group's claim): a group of slow cases (hangs
-#: behind a relay, ~10 s each) otherwise held a worker for minutes while other groups
-#: went unsearched (a 5-minute openai-sdk search spent 180 s shrinking one relay hang).
-SHRINK_S = 60.0
-REFERENCE = "reference"
+__all__ = ["Search", "Stop", "run_search"]
 
 
 class Stop(BaseException):
@@ -84,60 +79,6 @@ class _Found(AssertionError):
     def __init__(self, key: GroupKey, data: dict[str, Any], result: CaseResult) -> None:
         super().__init__(f"{key}: {data['summary']}")
         self.key, self.data, self.result = key, data, result
-
-
-@dataclass(frozen=True, kw_only=True)
-class FuzzSettings:
-    """One ``harness fuzz`` run."""
-
-    target: str
-    apis: tuple[str, ...]
-    #: action names to draw (empty: every action the fault server plays)
-    actions: tuple[str, ...] = ()
-    #: network backends to draw between target and server (``server``: none)
-    backends: tuple[str, ...] = ("server",)
-    examples: int | None = 100
-    minutes: float | None = None
-    seed: int = 0
-    jobs: int = 1
-    time_scale: float = DEFAULT_TIME_SCALE
-    #: Hypothesis's example database (None: none, nothing remembered between runs)
-    database: Path | None = None
-    confirm: int = 3
-    shrink_cases: int = SHRINK_CASES
-    #: seconds one shrink may spend (None: no limit but ``shrink_cases``)
-    shrink_s: float | None = SHRINK_S
-    #: the target whose verdict says the contract can be met (None: not checked)
-    reference: str | None = REFERENCE
-    #: a second target whose outcome kind the target's must equal (``--same-as``;
-    #: None: the verdict alone decides). A difference is a finding of its own group.
-    same_as: str | None = None
-    #: scenario seconds drawn for every duration parameter besides the fixed ones: either
-    #: side of the target's measured deadlines (``--posture``; ``space.durations_past``)
-    durations: tuple[float, ...] = ()
-
-
-@dataclass
-class SearchReport:
-    findings: list[Finding] = field(default_factory=list)
-    #: per group, the first example the reference target failed too (data, the
-    #: target's result, the reference's): a contract nobody met, not a finding
-    unsatisfiable: dict[GroupKey, tuple[dict[str, Any], CaseResult, CaseResult]] = field(
-        default_factory=dict
-    )
-    #: per group, a first failure that passed when replayed before it was claimed (the
-    #: data and the failing result): timing on this machine, never shrunk
-    timing_sensitive: dict[GroupKey, tuple[dict[str, Any], CaseResult]] = field(
-        default_factory=dict
-    )
-    examples: int = 0
-    cases: int = 0
-    elapsed_s: float = 0.0
-    stopped_by: str = ""
-
-    @property
-    def cases_per_minute(self) -> float:
-        return 60.0 * self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
 @dataclass
@@ -316,32 +257,33 @@ class Search:
             key = group_key(result)
             # a contract nobody meets is not the target's bug
             return key if self._met_by_reference(data, key, result, state) else None
-        if self.config.same_as is None:
-            return None
-        other = self._other(data, self.config.same_as, state)
-        return None if other is None else differs_key(result, other)
+        if self.config.same_as is not None:
+            self._other(data, self.config.same_as, state)  # run it once, then read below
+        return self._key_again(data, result)
 
     def _key_again(self, data: dict[str, Any], again: CaseResult) -> GroupKey | None:
-        """A replay's group, the other target's side read from the cache (not rerun)."""
+        """A run's group: its failed verdict's, or its difference from ``same_as``'s
+        cached result (never rerun for a replay)."""
         if again.verdict == "fail":
             return group_key(again)
         if self.config.same_as is None:
             return None
-        with self._lock:
-            other = self._cache.get(f"{data['name']}@{self.config.same_as}")
+        other = self._cached(data, self.config.same_as)
         return None if other is None else differs_key(again, other)
+
+    def _cached(self, data: dict[str, Any], target: str) -> CaseResult | None:
+        with self._lock:
+            return self._cache.get(f"{data['name']}@{target}")
 
     def _other(self, data: dict[str, Any], target: str, state: _Round) -> CaseResult | None:
         """``target``'s result on this example: cached, run, or None (the shrink is over)."""
-        name = f"{data['name']}@{target}"
-        with self._lock:
-            other = self._cache.get(name)
+        other = self._cached(data, target)
         if other is None:
             if state.key is not None and self._shrink_over(state):
                 return None  # the shrink is over: not run, not a failure
             other = self._run(data, target)
             with self._lock:
-                self._cache[name] = other
+                self._cache[f"{data['name']}@{target}"] = other
         return other
 
     def _met_by_reference(
@@ -429,7 +371,7 @@ class Search:
         confirmed = self._confirm(data, found.key)
         first = state.first
         unshrunk = False
-        if confirmed and not any(confirmed) and first is not None and first is not data:
+        if confirmed and not any(confirmed) and first is not None and first["name"] != data["name"]:
             # the shrunk script never failed again (a smaller form that failed once, on
             # timing): the unshrunk one, replayed before it was claimed, is handed over
             again = self._confirm(first, found.key)
@@ -443,8 +385,7 @@ class Search:
         other = self.config.same_as if is_difference(found.key) else self.config.reference
         reference = None
         if other and other != self.config.target:
-            with self._lock:
-                reference = self._cache.get(f"{data['name']}@{other}")
+            reference = self._cached(data, other)
         finding = Finding(
             key=found.key,
             data=data,

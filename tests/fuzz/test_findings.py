@@ -57,7 +57,8 @@ def test_a_shrunk_form_that_never_fails_again_hands_over_the_unshrunk_one(tmp_pa
     # the runner is replaced by a table here: which replays fail is the point, and a real
     # client's timing cannot be told to fail once and then never (the search itself runs
     # real cases in test_search.py)
-    from harness.fuzz.search import FuzzSettings, Search, _Found, _Round
+    from harness.fuzz.search import Search, _Found, _Round
+    from harness.fuzz.settings import FuzzSettings
 
     cut = result("truncated_as_complete", "honest_reply")
     first = {"name": "fuzz_chat_first", "summary": "first", "script": {"rules": [{}, {}]}}

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.fuzz.findings import expected_text, is_difference, write_findings
-from harness.fuzz.search import FuzzSettings, Search
+from harness.fuzz.search import Search
+from harness.fuzz.settings import FuzzSettings
 from harness.scenario import load_scenario
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
