@@ -52,7 +52,7 @@ from harness import tcpstate
 from harness.foreground import stop_process
 from harness.gateway.fence import ANSWER, Fence
 from harness.gateway.legs import CLIENT_LEGS, DEFAULT_SAMPLE_INTERVAL_S, MAX_SAMPLES
-from harness.gateway.litellm_proxy import READY_MARKERS, free_port, proxy_cli, proxy_config
+from harness.gateway.litellm_proxy import READY_MARKER, free_port, proxy_cli, proxy_config
 from harness.relay import Relay
 
 __all__ = ["main"]
@@ -74,32 +74,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     relay = Relay(upstream=fence.address, mode="pass")
     relay.start()
     proxy_port = free_port()
-    with tempfile.TemporaryDirectory(prefix="harness-litellm-") as scratch:
-        config = Path(scratch) / "config.yaml"
-        config.write_text(json.dumps(proxy_config(relay.base_url)), encoding="utf-8")
-        proxy = _start_proxy(config, proxy_port)
+    scratch = tempfile.TemporaryDirectory(prefix="harness-litellm-")
+    config = Path(scratch.name) / "config.yaml"
+    config.write_text(json.dumps(proxy_config(relay.base_url)), encoding="utf-8")
+    proxy = _start_proxy(config, proxy_port)
+    try:
+        output = _Drain(proxy)
         try:
-            output = _Drain(proxy)
-            if not output.ready.wait(PROXY_START_S):
-                _send(proto, {"event": "fatal", "message": f"proxy not ready: {output.tail()}"})
-                return 1
-            ready = {
-                "event": "ready",
-                "url": f"http://127.0.0.1:{proxy_port}",
-                "proxy_port": proxy_port,
-                "relay_port": relay.port,
-                "proxy_pid": proxy.pid,
-            }
-            if args.listen is None:
-                _send(proto, ready)
-                _serve(sys.stdin, proto, relay, fence, proxy_port)
-            else:
-                _serve_leases(Path(args.listen), args.owner, proto, ready, relay, fence, proxy)
+            failed = _await_proxy(output, proxy_port)
         finally:
-            stop_process(proxy, 10)
-            relay.close()
-            fence.close()
+            # Read at the proxy's startup only. Removed now, not at this process's end: a
+            # gateway of a target child's own ends with the child's case, by SIGKILL.
+            scratch.cleanup()
+        if failed is not None:
+            _send(proto, {"event": "fatal", "message": failed})
+            return 1
+        ready = {
+            "event": "ready",
+            "url": f"http://127.0.0.1:{proxy_port}",
+            "proxy_port": proxy_port,
+            "relay_port": relay.port,
+            "proxy_pid": proxy.pid,
+        }
+        served = _Proxy(proxy, proxy_port, output)
+        if args.listen is None:
+            _send(proto, ready)
+            _serve(sys.stdin, proto, relay, fence, served)
+        else:
+            _serve_leases(Path(args.listen), args.owner, proto, ready, relay, fence, served)
+    finally:
+        stop_process(proxy, 10)
+        relay.close()
+        fence.close()
     return 0
+
+
+def _await_proxy(output: _Drain, port: int) -> str | None:
+    """Wait for the proxy to say it runs, then check that its port accepts a connection
+    (the kernel's word, not the log's); None when it does, else what went wrong."""
+    if not output.settled.wait(PROXY_START_S):
+        return f"proxy not ready after {PROXY_START_S:.0f} s: {output.tail()}"
+    if not output.running:
+        return f"proxy exited before it ran: {output.tail()}"
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=10.0).close()
+    except OSError as exc:
+        return f"proxy says it runs, but 127.0.0.1:{port} refuses ({exc}): {output.tail()}"
+    return None
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -119,7 +140,7 @@ def _serve_leases(
     ready: dict[str, Any],
     relay: Relay,
     fence: Fence,
-    proxy: subprocess.Popen[bytes],
+    proxy: _Proxy,
 ) -> None:
     """Serve one lease (a target child's connection) at a time until the owner or the
     proxy exits. Each lease is greeted with ``ready`` (and the master key: the socket's
@@ -129,7 +150,7 @@ def _serve_leases(
         owner_fd = os.pidfd_open(owner)
     except ProcessLookupError:
         return
-    proxy_fd = os.pidfd_open(proxy.pid)
+    proxy_fd = os.pidfd_open(proxy.popen.pid)
     greeting = {**ready, "master_key": os.environ.get("LITELLM_MASTER_KEY", "")}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         path.unlink(missing_ok=True)  # a gateway of this slot that died left its socket
@@ -155,7 +176,7 @@ def _serve_leases(
                         with conn.makefile("w", buffering=1, encoding="utf-8") as out:
                             try:
                                 _send(out, greeting)
-                                _serve(lines, out, relay, fence, ready["proxy_port"])
+                                _serve(lines, out, relay, fence, proxy)
                             except OSError:
                                 pass  # the lease's child died mid-write; the job ended
         finally:
@@ -171,9 +192,7 @@ def _remove_if_empty(directory: Path) -> None:
         pass  # another slot's files are still there: its gateway removes it
 
 
-def _serve(
-    lines: Iterable[str], proto: TextIO, relay: Relay, fence: Fence, proxy_port: int
-) -> None:
+def _serve(lines: Iterable[str], proto: TextIO, relay: Relay, fence: Fence, proxy: _Proxy) -> None:
     """One target child's jobs, until EOF (the child is gone) or an unknown command.
 
     A job's upstream legs end with it, those still waiting for a reply answered in the
@@ -189,10 +208,12 @@ def _serve(
                 host, port = message["upstream"]
                 # A leg left open by the last job leads to its server: none may carry this one's.
                 relay.set_upstream((str(host), int(port)), close_open=True, answer=ANSWER)
-                sampler = _Sampler(proxy_port=proxy_port)
+                sampler = _Sampler(proxy_port=proxy.port)
                 begun_t = time.monotonic()
                 sampler.start()
-                _send(proto, {"event": "begun", "t": begun_t, "fenced": fence.answered})
+                begun = {"event": "begun", "t": begun_t, "fenced": fence.answered}
+                down = proxy.down()
+                _send(proto, begun if down is None else {**begun, "proxy_down": down})
             elif message.get("cmd") == "end":
                 events = sampler.stop() if sampler is not None else []
                 sampler = None
@@ -235,12 +256,34 @@ def _start_proxy(config: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
+class _Proxy:
+    """The LiteLLM proxy process, its port and its output: what the jobs need of it."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], port: int, output: _Drain) -> None:
+        self.popen, self.port, self.output = popen, port, output
+
+    def down(self) -> str | None:
+        """Why the proxy cannot take a job's request (None: it listens), read from the
+        process and the kernel's socket table, never by connecting (a connection of ours
+        would show in the job's leg samples)."""
+        code = self.popen.poll()
+        if code is None:
+            listening = tcpstate.snapshot(ports=(self.port,))
+            if any(s.state == "LISTEN" and s.local_port == self.port for s in listening):
+                return None
+            what = f"the LiteLLM proxy (pid {self.popen.pid}) does not listen on {self.port}"
+        else:
+            what = f"the LiteLLM proxy exited with {code}"
+        return f"{what}: {self.output.tail()}"
+
+
 class _Drain:
     """Reads the proxy's output for ever (so it never blocks on a full pipe); sets
-    ``ready`` at uvicorn's "running" line."""
+    ``settled`` at uvicorn's "running" line (``running``) or at the proxy's exit."""
 
     def __init__(self, proxy: subprocess.Popen[bytes]) -> None:
-        self.ready = threading.Event()
+        self.settled = threading.Event()
+        self.running = False
         self._lines: deque[str] = deque(maxlen=_OUTPUT_LINES)
         self._proxy = proxy
         threading.Thread(target=self._run, name="litellm-output", daemon=True).start()
@@ -250,9 +293,11 @@ class _Drain:
         for raw in self._proxy.stdout:
             line = raw.decode("utf-8", "replace").rstrip()
             self._lines.append(line)
-            if any(marker in line for marker in READY_MARKERS):
-                self.ready.set()
+            if READY_MARKER in line and not self.settled.is_set():
+                self.running = True
+                self.settled.set()
         self._lines.append(f"(proxy exited with {self._proxy.wait()})")
+        self.settled.set()
 
     def tail(self) -> str:
         return " / ".join(self._lines)

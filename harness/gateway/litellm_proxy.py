@@ -48,7 +48,7 @@ from harness.gateway.legs import JobLegs
 __all__ = [
     "GATEWAY_START_S",
     "POOL_SLOTS",
-    "READY_MARKERS",
+    "READY_MARKER",
     "Gateway",
     "GatewayError",
     "free_port",
@@ -65,8 +65,10 @@ def proxy_cli(python: Path) -> Path:
     return python.with_name("litellm")
 
 
-#: What uvicorn prints once the proxy accepts connections.
-READY_MARKERS = ("Uvicorn running on", "Application startup complete")
+#: What uvicorn prints once the proxy's listening socket is bound (``Server.startup``:
+#: the app's startup first, "Application startup complete", then the bind, then this
+#: line). Ready at the earlier line, a client could be refused by a proxy about to bind.
+READY_MARKER = "Uvicorn running on"
 #: A cold LiteLLM proxy import on a busy 2-core machine takes tens of seconds.
 GATEWAY_START_S = 240.0
 #: Slots of a runner's gateway pool: more than its children of one target at once (a
@@ -248,10 +250,14 @@ class Gateway:
     def begin(self, upstream: tuple[str, int], *, timeout_s: float = 10.0) -> float:
         """Point the relay at ``upstream`` and start sampling; returns the start time.
         :attr:`fenced` is then how many requests of ended jobs the gateway's fence has
-        answered so far (:mod:`harness.gateway.fence`)."""
+        answered so far (:mod:`harness.gateway.fence`). Raises :class:`GatewayError`
+        when the proxy cannot take the job's request (it exited, or does not listen)."""
         self._write({"cmd": "begin", "upstream": list(upstream)})
         begun = self._expect(("begun",), time.monotonic() + timeout_s)
         self.fenced = int(begun.get("fenced", 0))
+        if "proxy_down" in begun:  # named here, not left to the client as "refused"
+            self.end(timeout_s=timeout_s)
+            raise GatewayError(str(begun["proxy_down"])[:1000])
         return float(begun["t"])
 
     def end(self, *, timeout_s: float = 10.0) -> JobLegs:
