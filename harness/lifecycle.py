@@ -37,6 +37,7 @@ from harness import children
 from harness.call_ceiling import wait_per_model_call
 from harness.environment import read_environment
 from harness.leaks import Leaks, leaks_between, runqueue_waits, snapshot, starved_s
+from harness.netem.prereq import backend_missing
 from harness.planning import CHILD_START_S, CasePlan, RunSettings
 from harness.posture import Posture, sampling
 from harness.replies import DEFAULT_TOOL_SPEC, TOOL_REPLY_SHAPES
@@ -94,7 +95,7 @@ def observe_case(
     scenario = plan.scenario
     if not plan.applies:
         return Observed(report={"status": "not_applicable", "message": plan.not_applicable}), child
-    missing = _missing_prerequisite(scenario.backend)
+    missing = backend_missing(scenario.backend)
     if missing is not None:
         ci = read_environment(settings.environ).ci
         detail = f"CI requires this tier: {missing}" if ci else f"skipped: {missing}"
@@ -344,30 +345,6 @@ def _network(scenario: Scenario, *, server: Any, time_scale: float) -> Iterator[
         server_factory=lambda host: FaultServer(host=host, allow_remote=True),
     ) as net:
         yield net
-
-
-_PREREQ_LOCK = threading.Lock()
-
-
-def _missing_prerequisite(backend: str) -> str | None:
-    """Why ``backend`` cannot run on this machine (None when it can).
-
-    Serialised: the kernel probe makes a namespace with a per-process name, so two
-    workers probing at once would trip over each other (the result is cached)."""
-    with _PREREQ_LOCK:
-        return _missing_unlocked(backend)
-
-
-def _missing_unlocked(backend: str) -> str | None:
-    if backend == "toxiproxy":
-        from harness.netem.prereq import toxiproxy_missing
-
-        return toxiproxy_missing()
-    if backend == "kernel":
-        from harness.netem.prereq import netns_missing
-
-        return netns_missing()
-    return None
 
 
 def _resources_report(child: TargetProcess) -> dict[str, Any] | None:

@@ -39,7 +39,8 @@ a spent example budget lets it (and its confirmation) finish.
 Workers (``-j``): each runs its own rounds (seed + worker) with the one shared budget,
 cache, database and set of groups.
 
-Not here: the settings and the report (``harness.fuzz.settings``), the strategies
+Not here: the settings and the report (``harness.fuzz.settings``), the budget and its
+clock (``harness.fuzz.budget``), the strategies
 (``harness.fuzz.strategies``), writing findings (``harness.fuzz.findings``).
 """
 
@@ -54,6 +55,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from harness.fuzz.budget import Budget, Stop
 from harness.fuzz.findings import (
     Finding,
     GroupKey,
@@ -67,10 +69,6 @@ from harness.runner import CaseResult, RunSettings, run_cases
 from harness.scenario import scenario_from_dict
 
 __all__ = ["Search", "Stop", "run_search"]
-
-
-class Stop(BaseException):
-    """The search is over (budget, time or Ctrl-C): ends a round without shrinking."""
 
 
 class _Found(AssertionError):
@@ -105,24 +103,20 @@ class Search:
         self.config = config
         self._on_finding = on_finding
         self._on_case = on_case
-        self._clock = clock
         self._lock = threading.Lock()
         self._cache: dict[str, CaseResult] = {}
         self._claims: dict[GroupKey, int] = {}
-        self._stop = threading.Event()
-        self._stopped_by = ""
         self.report = SearchReport()
         self._run_settings = RunSettings(time_scale=config.time_scale, jobs=1, keep_timeline=False)
-        self._started = clock()
-        self._deadline = None if config.minutes is None else self._started + 60 * config.minutes
+        self._budget = Budget(
+            examples=config.examples, minutes=config.minutes, shrink_s=config.shrink_s, clock=clock
+        )
 
     # ------------------------------------------------------------------ public
 
     def run(self) -> SearchReport:
         """Search until the budget is spent; Ctrl-C stops it with the findings so far."""
-        self._started = self._clock()
-        if self.config.minutes is not None:
-            self._deadline = self._started + 60 * self.config.minutes
+        self._budget.start()
         errors: list[BaseException] = []
         threads = [
             threading.Thread(target=self._worker, args=(i, errors), daemon=True)
@@ -138,23 +132,21 @@ class Search:
             self.stop("interrupted")
             for t in threads:
                 t.join()
-        self.report.elapsed_s = self._clock() - self._started
-        self.report.stopped_by = self._stopped_by or "examples"
+        self.report.elapsed_s = self._budget.elapsed()
+        self.report.stopped_by = self._budget.stopped_by or "examples"
         if errors:
             raise errors[0]
         return self.report
 
     def stop(self, why: str) -> None:
-        with self._lock:
-            self._stopped_by = self._stopped_by or why
-        self._stop.set()
+        self._budget.stop(why)
 
     # ------------------------------------------------------------------ rounds
 
     def _worker(self, worker: int, errors: list[BaseException]) -> None:
         try:
             for round_no in range(1 << 30):  # ends when the budget is spent
-                if self._stop.is_set() or not self._round(worker, round_no):
+                if self._budget.stopped or not self._round(worker, round_no):
                     return
         except Stop:
             return
@@ -166,7 +158,7 @@ class Search:
         """One Hypothesis run; True when another round should follow (it made a finding,
         or it ended with budget left and drew something new)."""
         state = _Round(worker)
-        remaining = self._remaining()
+        remaining = self._budget.remaining()
         if remaining == 0:
             self.stop("examples")
             return False
@@ -182,11 +174,11 @@ class Search:
                 return  # failed once, passed when replayed: timing, not worth a shrink
             with self._lock:
                 # after a stop (Ctrl-C reaches the children too) nothing new is claimed
-                if state.key is None and key not in self._claims and not self._stop.is_set():
+                if state.key is None and key not in self._claims and not self._budget.stopped:
                     self._claims[key] = worker
                     state.key = key
                     state.first = data
-                    state.first_seen_s = self._clock() - self._started
+                    state.first_seen_s = self._budget.elapsed()
             if key == state.key:
                 raise _Found(key, data, result)
 
@@ -214,7 +206,7 @@ class Search:
         test = seed(self.config.seed * 1_000_003 + worker * 7919 + round_no)(test)
         # One database entry per target: a rerun replays this target's past findings first.
         test._hypothesis_internal_database_key = f"harness.fuzz:{self.config.target}".encode()
-        before = self.report.examples
+        before = self._budget.spent
         try:
             test()
         except _Found as found:
@@ -222,13 +214,7 @@ class Search:
             return True
         # Hypothesis counts the replays the cache answered: go on while the budget lasts
         # and the round still drew something new
-        return self.report.examples > before and self._remaining() != 0
-
-    def _remaining(self) -> int | None:
-        if self.config.examples is None:
-            return None
-        with self._lock:
-            return max(0, self.config.examples - self.report.examples)
+        return self._budget.spent > before and self._budget.remaining() != 0
 
     def _example(self, data: dict[str, Any], state: _Round) -> CaseResult | None:
         """The example's result: cached, run, or None (not run: the shrink is over)."""
@@ -238,8 +224,11 @@ class Search:
         if cached is not None:
             return cached
         if state.key is None:
-            self._check_budget()
-        elif self._shrink_over(state) or state.shrink_runs >= self.config.shrink_cases:
+            self._budget.check()
+        elif (
+            self._budget.shrink_over(state.first_seen_s)
+            or state.shrink_runs >= self.config.shrink_cases
+        ):
             return None
         else:
             state.shrink_runs += 1
@@ -247,7 +236,8 @@ class Search:
         with self._lock:
             self._cache[name] = result
             if state.key is None:
-                self.report.examples += 1
+                self._budget.spend_example()
+                self.report.examples = self._budget.spent
         return result
 
     def _failure(self, data: dict[str, Any], result: CaseResult, state: _Round) -> GroupKey | None:
@@ -279,7 +269,7 @@ class Search:
         """``target``'s result on this example: cached, run, or None (the shrink is over)."""
         other = self._cached(data, target)
         if other is None:
-            if state.key is not None and self._shrink_over(state):
+            if state.key is not None and self._budget.shrink_over(state.first_seen_s):
                 return None  # the shrink is over: not run, not a failure
             other = self._run(data, target)
             with self._lock:
@@ -316,43 +306,13 @@ class Search:
         with self._lock:
             if key in self._claims:
                 return True
-        if self._cut_short():
+        if self._budget.cut_short():
             return False
         if self._key_again(data, self._run(data)) == key:
             return True
         with self._lock:
             self.report.timing_sensitive.setdefault(key, (data, result))
         return False
-
-    def _cut_short(self) -> bool:
-        """Interrupted, or out of time: a shrink takes what it has, nothing is confirmed.
-        (A spent example budget stops generation only.)"""
-        with self._lock:
-            return self._stopped_by in ("interrupted", "error") or (
-                self._deadline is not None and self._clock() >= self._deadline
-            )
-
-    def _shrink_over(self, state: _Round) -> bool:
-        """Cut short, or the claimed group's shrink has spent its ``shrink_s``."""
-        if self._cut_short():
-            return True
-        limit, claimed = self.config.shrink_s, state.first_seen_s
-        return (
-            limit is not None
-            and claimed is not None
-            and self._clock() - self._started - claimed >= limit
-        )
-
-    def _check_budget(self) -> None:
-        if self._stop.is_set():
-            raise Stop()
-        if self._deadline is not None and self._clock() >= self._deadline:
-            self.stop("minutes")
-            raise Stop()
-        remaining = self._remaining()
-        if remaining is not None and remaining <= 0:
-            self.stop("examples")
-            raise Stop()
 
     def _run(self, data: dict[str, Any], target: str | None = None) -> CaseResult:
         scenario = scenario_from_dict(data, file=f"<fuzz {data['name']}>")
@@ -396,7 +356,7 @@ class Search:
             unshrunk=unshrunk,
             reference=reference,
             first_seen_s=state.first_seen_s or 0.0,
-            found_s=self._clock() - self._started,
+            found_s=self._budget.elapsed(),
             shrink_runs=state.shrink_runs,
         )
         with self._lock:
@@ -406,7 +366,7 @@ class Search:
 
     def _confirm(self, data: dict[str, Any], key: GroupKey) -> list[bool]:
         """``confirm`` replays of ``data``: did each fail in ``key``? (none when cut short)"""
-        if self._cut_short():
+        if self._budget.cut_short():
             return []
         return [self._key_again(data, self._run(data)) == key for _ in range(self.config.confirm)]
 

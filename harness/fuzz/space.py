@@ -204,13 +204,12 @@ def triggers(plan: PlanShape) -> tuple[str, ...]:
 def backends_missing(backends: tuple[str, ...]) -> dict[str, str]:
     """Per backend of ``backends`` that cannot run on this machine, why (the relay and
     the server always can)."""
-    from harness.netem.prereq import netns_missing, toxiproxy_missing
+    from harness.netem.prereq import backend_missing
 
     unknown = [b for b in backends if b not in NETWORK_BACKENDS]
     if unknown:
         raise ValueError(f"unknown backend {unknown[0]!r}; allowed: {', '.join(NETWORK_BACKENDS)}")
-    checks = {"toxiproxy": toxiproxy_missing, "kernel": netns_missing}
-    reasons = {b: checks[b]() for b in backends if b in checks}
+    reasons = {b: backend_missing(b) for b in backends}
     return {b: r for b, r in reasons.items() if r is not None}
 
 

@@ -9,7 +9,8 @@ fails, so the gate never passes silently without these tiers.
     binary = require_toxiproxy()   # path to the server binary, or skip/fail the test
     require_netns()                # root + ip netns + veth, or skip/fail the test
 
-``toxiproxy_missing()`` / ``netns_missing()`` return the reason (or None) without
+``toxiproxy_missing()`` / ``netns_missing()`` (``backend_missing(name)`` for a scenario's
+backend) return the reason (or None) without
 touching pytest, for the CLI and benchmarks. pytest is imported lazily, only by the
 ``require_*`` functions, so importing this module costs nothing outside tests.
 
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_TOXIPROXY_BIN",
     "TOXIPROXY_INSTALL",
     "TOXIPROXY_VERSION",
+    "backend_missing",
     "netns_missing",
     "require",
     "require_netns",
@@ -90,6 +92,17 @@ def netns_missing() -> str | None:
     if shutil.which("ip") is None:
         return "kernel netem needs `ip` from iproute2: apt-get install iproute2"
     return _probe_netns()
+
+
+def backend_missing(backend: str) -> str | None:
+    """Why a scenario's network ``backend`` cannot run on this machine (None when it can:
+    the server and the relay always can). Thread-safe: the kernel probe runs once per
+    process, under its lock."""
+    if backend == "toxiproxy":
+        return toxiproxy_missing()
+    if backend == "kernel":
+        return netns_missing()
+    return None
 
 
 def require(reason: str | None, *, env: Environment | None = None) -> None:

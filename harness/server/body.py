@@ -42,7 +42,7 @@ from harness.server.apis import ReplyPlan
 from harness.server.connection import PeerGone
 from harness.server.holds import stop_before_hold, wait_if_held
 from harness.server.pacing import plan_stretch, write_due
-from harness.server.wire import Exchange, end_body, framing_lines
+from harness.server.wire import Exchange, declared_length, end_body, framing_lines
 
 __all__ = ["BodyWriter", "write_reply"]
 
@@ -162,7 +162,8 @@ class BodyWriter:
         if script.first_byte_delay_s > 0:
             if not await conn.sleep_until(self.loop.time() + script.first_byte_delay_s):
                 raise _Closed
-        self.declared = self._declared_length() if self.framing == "content-length" else None
+        if self.framing == "content-length":
+            self.declared = declared_length(self.units, self.fault)
         conn.write(self._head())
         ex.record("status_sent", code=200)
         ex.record("headers_sent", framing=self.framing)
@@ -382,20 +383,3 @@ class BodyWriter:
             await self.conn.flush()
         await action.fire(self)
         raise _Closed
-
-    def _declared_length(self) -> int:
-        total = sum(len(u) for u, _ in self.units)
-        f = self.fault
-        if f is None or not f.action.ends_body_cleanly:
-            return total
-        if f.phase.kind == "headers":
-            return 0
-        if f.phase.kind == "bytes":
-            return min(f.phase.n or 0, total)
-        n, size = 0, 0
-        for data, counted in self.units:
-            if counted and n == f.phase.n:
-                break
-            size += len(data)
-            n += counted
-        return size

@@ -17,7 +17,15 @@ from harness.faults import Fault, FaultScript
 from harness.server.apis import error_body
 from harness.server.connection import Connection
 
-__all__ = ["REASONS", "Exchange", "RequestSite", "end_body", "framing_lines", "write_simple"]
+__all__ = [
+    "REASONS",
+    "Exchange",
+    "RequestSite",
+    "declared_length",
+    "end_body",
+    "framing_lines",
+    "write_simple",
+]
 
 REASONS = {
     200: "OK",
@@ -175,3 +183,23 @@ def framing_lines(framing: str, declared: int | None, *, keep_alive: bool) -> li
     if framing == "close" or not keep_alive:
         lines.append("connection: close")
     return lines
+
+
+def declared_length(units: Sequence[tuple[bytes, bool]], fault: Fault | None) -> int:
+    """A ``content-length`` body's length, computed up front: the units' bytes, or where
+    ``fault``'s action ends the body cleanly (``truncate``), the bytes before its phase
+    (its event count of counted units, its byte count, nothing at ``headers``)."""
+    total = sum(len(u) for u, _ in units)
+    if fault is None or not fault.action.ends_body_cleanly:
+        return total
+    if fault.phase.kind == "headers":
+        return 0
+    if fault.phase.kind == "bytes":
+        return min(fault.phase.n or 0, total)
+    n, size = 0, 0
+    for data, counted in units:
+        if counted and n == fault.phase.n:
+            break
+        size += len(data)
+        n += counted
+    return size

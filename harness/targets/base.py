@@ -29,48 +29,10 @@ baseline for leaks is re-read at every ``ready``.
 fault server's timeline. The child starts from a scrubbed environment (no proxy,
 provider or ``HERMES_*`` variables) plus whatever the scenario's ``env`` sets.
 
-How to add a target
--------------------
-1. Write a module (anywhere importable: your own package, a file on ``PYTHONPATH``) with a
-   subclass of :class:`Target`::
-
-       class MyTarget(Target):
-           name = "my-agent"                # display name; not how it is looked up
-           apis = ("chat",)                 # the scenario APIs it can run
-
-           def prepare(self) -> None:       # import heavy things and warm up before "ready"
-               import my_agent              # (never counted against a case)
-
-           def call(self, job: Job, log: EventLog) -> CallResult:
-               client = my_agent.Client(base_url=job.base_url, api_key=job.api_key)
-               try:                         # the job's calls in order (pause, rebuild)
-                   texts = run_calls(job, log, lambda: client.chat(
-                       job.messages, model=job.model, stream=job.stream))
-                   return CallResult(text=texts[-1], texts=tuple(texts), finish_reason="stop")
-               finally:
-                   client.close()           # leaks are read after call() returns
-
-   Raise whatever the client raises: the child reports the class and its MRO, and an
-   ``expected = "error:Base"`` matches any base class. Call ``log.mark("first_chunk")``
-   etc. to add client events to ``harness explain``. Set ``python`` (and ``requires``)
-   to run in another interpreter (another venv): no override needed.
-
-   An agent target that *executes* tool calls reports one it ran with cut arguments
-   (arguments that are not a complete fault-server call: ``hermes_driver.tool.truncated``) by
-   raising :class:`ExecutedTruncatedToolCall` (any exception with that class name in its
-   MRO: ``harness.outcome.EXECUTED_TRUNCATED``) from :meth:`Target.call`, even when
-   the agent went on to return a reply: classification makes it the outcome
-   ``executed_truncated_tool_call`` and every contract fails it
-   (``no_truncated_tool_execution``). The fault server calls only a tool the request
-   offers (``job.tools``, default ``record_note``: ``harness.replies.DEFAULT_TOOL_SPEC``).
-2. Run it: ``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it and
-   judges every case by the scenario's contract (verdict pass / safe / fail). No
-   scenario file needs an edit. Optionally register a short name through the
-   ``harness.targets`` entry-point group of your package
-   (``my-agent = "mypkg.target:MyTarget"``).
-3. Gate on what it does: ``--write-expectations my-agent.toml`` records its outcomes as an
-   expectations overlay, ``--expectations my-agent.toml`` fails the run when one changes
-   (see ``harness.expectations``).
+How to add a target: docs/targets.md (``call`` and ``run_calls``, the class attributes,
+another venv, tool calls and :class:`ExecutedTruncatedToolCall`, gating on expectations);
+``harness run -t mypkg.target:MyTarget`` runs the whole catalog against it, every case
+judged by its scenario's contract.
 
 Not here: judging results (``harness.outcome``) or scheduling (``harness.runner``).
 """
@@ -110,7 +72,10 @@ T = TypeVar("T")
 
 
 class ExecutedTruncatedToolCall(Exception):
-    """The agent executed a tool call whose arguments were cut (see "How to add a target")."""
+    """The agent executed a tool call whose arguments were cut (docs/targets.md, "The
+    interface"): raised from :meth:`Target.call`, even when the agent then returned a
+    reply, it (or any exception with this class name in its MRO) makes the outcome
+    ``executed_truncated_tool_call`` (``harness.outcome.EXECUTED_TRUNCATED``)."""
 
 
 class TargetUnsupported(Exception):

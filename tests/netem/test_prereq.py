@@ -42,3 +42,11 @@ def test_install_hint_names_the_pinned_version_and_cache_path() -> None:
 def test_netns_reason_is_none_or_says_what_is_needed() -> None:
     reason = prereq.netns_missing()
     assert reason is None or any(w in reason for w in ("root", "iproute2", "Linux", "failed"))
+
+
+def test_a_backend_is_missing_for_its_tiers_reason_and_the_server_and_relay_never_are() -> None:
+    from harness.netem.prereq import backend_missing, netns_missing, toxiproxy_missing
+
+    assert backend_missing("server") is None and backend_missing("relay") is None
+    assert backend_missing("toxiproxy") == toxiproxy_missing()
+    assert backend_missing("kernel") == netns_missing()

@@ -370,7 +370,7 @@ def test_relay_backend_runs_through_the_relay_and_merges_its_timeline(server):
 def test_missing_prerequisite_is_skipped_locally_and_a_mismatch_in_ci(server, monkeypatch):
     from harness import lifecycle
 
-    monkeypatch.setattr(lifecycle, "_missing_unlocked", lambda backend: "no toxiproxy here")
+    monkeypatch.setattr(lifecycle, "backend_missing", lambda backend: "no toxiproxy here")
     s = make(
         "tox",
         {"openai-sdk": "ok"},

@@ -32,7 +32,8 @@ from harness.targets.hermes import (
 )
 from harness.targets.hermes.in_venv.hermes_driver import spec as driver
 from harness.targets.hermes.in_venv.hermes_driver.turns import protocol_result
-from harness.targets.runtime.protocol import describe_exception, problems, serve
+from harness.targets.runtime.protocol import describe_exception, serve
+from harness.targets.runtime.wellformed import problems
 
 # --------------------------------------------------------------------------- unit
 

@@ -25,7 +25,8 @@ from harness.leaks import leaks_between, snapshot
 from harness.targets.hermes import HermesTarget
 from harness.targets.hermes.in_venv.hermes_driver import fresh as hermes_fresh
 from harness.targets.runtime.process import TargetProcess
-from harness.targets.runtime.protocol import problems, serve
+from harness.targets.runtime.protocol import serve
+from harness.targets.runtime.wellformed import problems
 
 # --------------------------------------------------------------------------- unit
 

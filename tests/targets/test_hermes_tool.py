@@ -12,7 +12,7 @@ from harness.outcome import classify
 from harness.replies import tool_arguments
 from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
 from harness.targets.hermes.in_venv.hermes_driver.turns import protocol_result
-from harness.targets.runtime.protocol import problems
+from harness.targets.runtime.wellformed import problems
 
 TURN = {
     "index": 0,

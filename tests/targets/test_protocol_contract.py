@@ -6,7 +6,7 @@ server, then ``exit``. A target that cannot run here (its venv is missing) still
 the protocol, with ``skipped``; the test then skips, or fails in CI by the tier rules of
 the other target tests (hermes always; the third-party venvs with HARNESS_EXTRA_TARGETS=1).
 Every line it writes on stdout must be a protocol message with the fields
-:func:`harness.targets.runtime.protocol.problems` checks, in the order ready, started, result
+:func:`harness.targets.runtime.wellformed.problems` checks, in the order ready, started, result
 (then ready again for a reusable child). tests/targets/test_hermes.py runs the shared
 loop with the hermes driver's result builder, so its error fields are checked without
 hermes too.
@@ -31,11 +31,8 @@ from harness.server import FaultServer
 from harness.targets import TARGETS, load_target
 from harness.targets.base import Job
 from harness.targets.hermes import unavailable_reason
-from harness.targets.runtime.protocol import (
-    MAX_MESSAGE_CHARS,
-    problems,
-    serve,
-)
+from harness.targets.runtime.protocol import MAX_MESSAGE_CHARS, serve
+from harness.targets.runtime.wellformed import problems
 from tests.targets.ci_required import skip_or_fail
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
