@@ -43,7 +43,8 @@ from typing import Any
 
 from harness.contract.check import checks
 from harness.outcome import Outcome
-from harness.scenario import CATALOG_DIR, Scenario, ScenarioError
+from harness.paths import CATALOG_DIR
+from harness.scenario import Scenario, ScenarioError
 from harness.scenario_errors import check_expected, read_toml
 
 __all__ = [

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.outcome import Expected
+from harness.paths import CATALOG_DIR
 from harness.runner import DEFAULT_JOBS, DEFAULT_TIME_SCALE, CaseResult, RunSettings, run_cases
-from harness.scenario import CATALOG_DIR, Scenario, ScenarioError, load_catalog, select
+from harness.scenario import Scenario, ScenarioError, load_catalog, select
 from harness.targets.mutants import BASELINE_TARGET, MUTANTS
 
 __all__ = ["MutationReport", "add_arguments", "main", "markdown", "mutation_report", "run_mutants"]

@@ -224,8 +224,9 @@ def scenario(request: pytest.FixtureRequest) -> Any:
         )
     name, target = _marker_args(*marker.args, **marker.kwargs)
     from harness.expectations import apply_overlays, overlays_for
+    from harness.paths import CATALOG_DIR
     from harness.runner import RunSettings, run_cases
-    from harness.scenario import CATALOG_DIR, ScenarioError, load_catalog, select
+    from harness.scenario import ScenarioError, load_catalog, select
     from harness.targets import allowed_targets, is_target
 
     if not is_target(target):

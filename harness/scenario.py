@@ -65,6 +65,7 @@ from harness.contract.spec import ContractSpec
 from harness.faults import FaultScript, FaultSpecError, script_from_dict
 from harness.network_spec import network_for
 from harness.outcome import Expected
+from harness.paths import CATALOG_DIR
 from harness.scenario_errors import (
     SECONDS_FIELDS,
     ScenarioError,
@@ -75,7 +76,6 @@ from harness.scenario_errors import (
 
 __all__ = [
     "APIS",
-    "CATALOG_DIR",
     "DEFAULT_CEILING_S",
     "DEFAULT_MODEL",
     "Budget",
@@ -88,8 +88,6 @@ __all__ = [
     "select",
 ]
 
-#: The catalog shipped inside the package (``harness/catalog/``, installed as package data).
-CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 DEFAULT_MODEL = "test-model"
 DEFAULT_CEILING_S = 60.0
 DEFAULT_PROMPT = "Answer with a few words."

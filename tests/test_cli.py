@@ -302,14 +302,3 @@ def test_adding_a_command_is_one_module_with_register(monkeypatch, capsys):
     monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "harness_test_hello"))
     assert main(["hello"]) == EXIT_OK
     assert capsys.readouterr().out == "hello\n"
-
-
-def test_every_module_of_the_package_stays_under_400_lines():
-    import harness
-
-    over = {
-        str(path.relative_to(Path(harness.__file__).parent)): n
-        for path in Path(harness.__file__).parent.rglob("*.py")
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
-    }
-    assert over == {}, "split by job (docs/architecture.md): " + repr(over)

@@ -15,8 +15,9 @@ import pytest
 
 from harness.mutants_cli import add_arguments, markdown, mutation_report, run_mutants
 from harness.outcome import Outcome
+from harness.paths import CATALOG_DIR
 from harness.runner import CaseResult, RunSettings, run_case
-from harness.scenario import CATALOG_DIR, load_catalog, load_scenario
+from harness.scenario import load_catalog, load_scenario
 from harness.server import FaultServer
 from harness.targets import load_target
 from harness.targets.mutants.table import (

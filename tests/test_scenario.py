@@ -300,7 +300,8 @@ def test_request_budget_can_be_overridden_per_target(tmp_path):
 
 def test_experimental_scenarios_validate_too() -> None:
     # Kept out of the default catalog (see each file's header) but still loadable.
-    from harness.scenario import CATALOG_DIR, load_catalog
+    from harness.paths import CATALOG_DIR
+    from harness.scenario import load_catalog
 
     names = [s.name for s in load_catalog(CATALOG_DIR / "experimental")]
     assert "toxiproxy_proxy_down_between_calls" in names

@@ -185,7 +185,8 @@ def check_out_dir(value: str, *, option: str = "--out") -> Path:
 def load_scenarios(args: argparse.Namespace, patterns: Sequence[str] | None = None) -> list[Any]:
     """Scenarios named by ``patterns`` (default: ``args.scenarios``): ``.toml`` files as
     they are, names and globs from ``--scenarios-dir`` or the catalog."""
-    from harness.scenario import CATALOG_DIR, load_catalog, load_scenario, select
+    from harness.paths import CATALOG_DIR
+    from harness.scenario import load_catalog, load_scenario, select
 
     if patterns is None:
         patterns = getattr(args, "scenarios", None) or []
@@ -245,7 +246,7 @@ def with_overlays(
     """``scenarios`` with the expectations overlays for ``targets`` merged in (the shipped
     ones under ``harness/catalog/expectations/`` and ``files``)."""
     from harness.expectations import with_overlays as merged
-    from harness.scenario import CATALOG_DIR
+    from harness.paths import CATALOG_DIR
 
     return merged(scenarios, targets, files, catalog_dir=args.scenarios_dir or CATALOG_DIR)
 

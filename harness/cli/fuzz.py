@@ -358,7 +358,7 @@ def _database(value: str | None) -> Path | None:
         return None
     if value is not None:
         return common.check_out_dir(value, option="--db")
-    from harness.targets.runtime.venv import CACHE_DIR
+    from harness.paths import CACHE_DIR
 
     return CACHE_DIR / "fuzz-db"
 

@@ -44,6 +44,7 @@ from typing import Any
 
 from harness import cgroups
 from harness.gateway.legs import JobLegs
+from harness.paths import PROJECT_ROOT
 
 __all__ = [
     "GATEWAY_START_S",
@@ -75,7 +76,6 @@ GATEWAY_START_S = 240.0
 #: worker's child and its spare, on every lane the target's caps allow); a gateway is
 #: started in a slot only when every warm one is leased.
 POOL_SLOTS = 16
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class GatewayError(RuntimeError):
@@ -345,7 +345,7 @@ def _spawn(
     master_key = "sk-" + secrets.token_hex(32)
     child_env = {
         **env,
-        "PYTHONPATH": str(_PROJECT_ROOT),
+        "PYTHONPATH": str(PROJECT_ROOT),
         "PYTHONUNBUFFERED": "1",
         "LITELLM_MASTER_KEY": master_key,
     }

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from harness.foreground import alive
-from harness.netem.prereq import PROJECT_ROOT
+from harness.paths import PROJECT_ROOT
 
 __all__ = [
     "DEFAULT_CLIENT_IP",

@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 
 from harness.environment import Environment, read_environment
+from harness.paths import CACHE_DIR
 
 __all__ = [
     "DEFAULT_TOXIPROXY_BIN",
@@ -44,10 +45,8 @@ __all__ = [
 ]
 
 TOXIPROXY_VERSION = "v2.12.0"
-#: Project root (the directory holding ``harness/``).
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: Where ``ci/setup`` installs the server: ``GOBIN=<root>/.cache/toxiproxy/bin go install ...``.
-DEFAULT_TOXIPROXY_BIN = PROJECT_ROOT / ".cache" / "toxiproxy" / "bin" / "server"
+DEFAULT_TOXIPROXY_BIN = CACHE_DIR / "toxiproxy" / "bin" / "server"
 TOXIPROXY_INSTALL = (
     "GOBIN=$PWD/.cache/toxiproxy/bin go install "
     f"github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION}  (run from the project root, "

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import EXIT_OK, main
-from harness.scenario import CATALOG_DIR
+from harness.paths import CATALOG_DIR
 
 pytestmark = pytest.mark.timeout(180)
 

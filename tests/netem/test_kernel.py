@@ -24,8 +24,9 @@ from harness.foreground import alive
 from harness.netem import netns as lifecycle
 from harness.netem.deadpeer import run_dead_peer
 from harness.netem.netns import NetnsPair, cleanup_stale
-from harness.netem.prereq import PROJECT_ROOT, require_netns
+from harness.netem.prereq import require_netns
 from harness.netem.sse_stub import StubServer, StubSettings
+from harness.paths import PROJECT_ROOT
 
 MARGIN_S = 2.5  # scheduling noise, RTO granularity, process start
 

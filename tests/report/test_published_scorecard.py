@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from harness.expectations import with_overlays
+from harness.paths import CATALOG_DIR
 from harness.report.json_report import load_json, load_wall_times
 from harness.report.scorecard import build_scorecard
 from harness.report.scorecard.markdown import render_markdown
-from harness.scenario import CATALOG_DIR, load_catalog
+from harness.scenario import load_catalog
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "scorecard"
 STALE = "docs/scorecard is stale: regenerate it with `bash ci/docs scorecard`"

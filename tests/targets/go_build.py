@@ -20,7 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.netem.prereq import PROJECT_ROOT, require
+from harness.netem.prereq import require
+from harness.paths import PROJECT_ROOT
 
 SOURCE = Path(__file__).resolve().parent / "programs" / "go-client"
 CACHE = PROJECT_ROOT / ".cache" / "go-client"

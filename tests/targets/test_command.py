@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.paths import EXAMPLES_DIR
 from harness.runner import RunSettings, run_case
 from harness.scenario import scenario_from_dict
 from harness.targets import is_target, load_target
-from harness.targets.clients.command import EXAMPLES_DIR, declared_apis
+from harness.targets.clients.command import declared_apis
 
 FAST = 0.02
 CURL = f"command:{EXAMPLES_DIR / 'curl_chat.sh'}"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.netem.prereq import PROJECT_ROOT, require_netns
+from harness.netem.prereq import require_netns
+from harness.paths import PROJECT_ROOT
 from harness.runner import RunSettings, run_case
 from harness.scenario import load_catalog
 from tests.targets.go_build import go_client

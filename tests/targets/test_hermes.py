@@ -386,8 +386,9 @@ def test_driver_speaks_the_runner_child_protocol(hermes_ready: None) -> None:
 def test_catalog_scenario_matches_its_recorded_hermes_outcome(
     hermes_ready: None, scenario: str
 ) -> None:
+    from harness.paths import CATALOG_DIR
     from harness.runner import RunSettings, run_case
-    from harness.scenario import CATALOG_DIR, load_scenario
+    from harness.scenario import load_scenario
     from harness.server import FaultServer
 
     loaded = load_scenario(CATALOG_DIR / f"{scenario}.toml")

@@ -83,7 +83,8 @@ def test_a_child_in_a_kernel_scenarios_namespace_is_told_it_is_not_in_the_runner
     UTC's and 20:35 UTC's runs on 2026-12-02, gateways a kernel case had started in the
     pool died with its namespace: "the gateway is gone: Broken pipe" for the next lease)."""
     from harness.netem.netns import NetnsPair
-    from harness.netem.prereq import PROJECT_ROOT, require_netns
+    from harness.netem.prereq import require_netns
+    from harness.paths import PROJECT_ROOT
 
     require_netns()
     assert same_network_namespace(os.getpid())

@@ -67,7 +67,6 @@ from harness.targets.clients.command_protocol import CommandError, parse_output,
 __all__ = [
     "COMMAND_PREFIX",
     "DEFAULT_APIS",
-    "EXAMPLES_DIR",
     "CommandFailed",
     "CommandTarget",
     "declared_apis",
@@ -75,7 +74,6 @@ __all__ = [
     "program_env",
 ]
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 #: What a program that declares nothing is taken to speak.
 DEFAULT_APIS: tuple[str, ...] = ("chat",)
 #: ``harness-apis:`` is looked for in this much of the file (a compiled program keeps

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.apis import api_for, chat, messages, pick
+from harness.paths import CACHE_DIR
 from harness.targets.base import CallResult, EventLog, Job, run_calls
 from harness.targets.clients.chat_reply import message_text, read_chat_stream
-from harness.targets.runtime.venv import CACHE_DIR, VenvTarget
+from harness.targets.runtime.venv import VenvTarget
 
 __all__ = [
     "CHILD_ENV",

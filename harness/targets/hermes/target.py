@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.environment import Environment, read_environment, scrubbed
+from harness.paths import CACHE_DIR
 from harness.targets.base import (
     DEFAULT_API_KEY,
     CallResult,
@@ -80,9 +81,8 @@ __all__ = [
     "venv_reason",
 ]
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 #: Where ``ci/setup`` installs hermes-agent (``HARNESS_HERMES_PYTHON`` overrides).
-DEFAULT_HERMES_PYTHON = _PROJECT_ROOT / ".cache" / "hermes-venv" / "bin" / "python"
+DEFAULT_HERMES_PYTHON = CACHE_DIR / "hermes-venv" / "bin" / "python"
 #: The directory hermes's python runs (``python -I DRIVER_PATH``): its ``__main__.py`` and
 #: the ``hermes_driver`` package, nothing else, so nothing of ours shadows hermes's modules.
 DRIVER_PATH = Path(__file__).resolve().with_name("in_venv")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
+from harness.paths import PROJECT_ROOT
 from harness.targets import TARGETS, Target, is_target, load_target
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 #: How long the interpreter may take to import the client (a big SDK on a busy machine).
 DEFAULT_PROBE_TIMEOUT_S = 120.0
 #: The package root the child's ``PYTHONPATH`` starts with (as ``process.spawn`` sets it).
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+PACKAGE_ROOT = str(PROJECT_ROOT)
 
 # Run in the target's interpreter: one line on stdout, exit 3 when a module is missing.
 _PROBE = r"""

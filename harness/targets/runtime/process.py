@@ -24,18 +24,18 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from harness.cgroups import ChildGroup, shim
 from harness.environment import read_environment, scrubbed
+from harness.paths import PROJECT_ROOT
 from harness.targets import load_target
 from harness.targets.runtime.forking import ForkedProcess, fork_child
 from harness.targets.runtime.preflight import child_python, with_python
 
 __all__ = ["ChildFailed", "TargetProcess", "exit_text"]
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+_PACKAGE_ROOT = str(PROJECT_ROOT)
 
 
 class ChildFailed(RuntimeError):

@@ -11,15 +11,13 @@ Not here: the clients themselves (one module per target).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import ClassVar
 
+from harness.paths import CACHE_DIR
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
 from harness.targets.runtime.warmup import warm_up_target
 
-__all__ = ["CACHE_DIR", "VenvTarget", "venv_unavailable"]
-
-CACHE_DIR = Path(__file__).resolve().parents[3] / ".cache"
+__all__ = ["VenvTarget", "venv_unavailable"]
 
 
 def venv_unavailable(venv: str, package: str) -> str | None:
