@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.leaks import Leaks
-from harness.outcome import Outcome
+from harness.outcome import NOT_RUN, Outcome
 
 __all__ = ["CaseResult"]
 
@@ -74,7 +74,7 @@ class CaseResult:
     def ran(self) -> bool:
         """False for a case that never ran (a missing tier, an API the target does not
         speak): every report counts it apart, never as expected nor as a verdict."""
-        return self.outcome.kind not in ("skipped", "not_applicable", "did_not_start")
+        return self.outcome.kind not in NOT_RUN
 
     #: The client sockets' posture, one entry per connection (``harness.posture``).
     posture: tuple[Mapping[str, Any], ...] = ()

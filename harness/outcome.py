@@ -43,6 +43,7 @@ __all__ = [
     "EXPECTABLE",
     "FAULT_KINDS",
     "KINDS",
+    "NOT_RUN",
     "STALL_NAMES",
     "Expected",
     "Outcome",
@@ -64,6 +65,9 @@ KINDS = (
     "skipped",
     "not_applicable",
 )
+#: The kinds of a case whose client never made its calls (a prerequisite missing, an API
+#: the target does not speak, a child that never started): no verdict, no time axis.
+NOT_RUN = frozenset({"skipped", "not_applicable", "did_not_start"})
 #: The error name a target reports when its agent executed a tool call with cut arguments.
 EXECUTED_TRUNCATED = "ExecutedTruncatedToolCall"
 EXPECTABLE = (
@@ -220,7 +224,7 @@ def classify(
         message=str(report.get("message") or ""),
         deadline=report.get("deadline"),
     )
-    if r.status in ("skipped", "not_applicable", "did_not_start"):
+    if r.status in NOT_RUN:
         return Outcome(r.status, detail=r.message)
     if r.status == "hung":
         return Outcome("hung", detail=r.message or "stopped at the runner's outer ceiling")

@@ -20,10 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NOT_RUN_STATUSES", "ChildReport", "FollowUp", "Lineage", "Request", "requests_of"]
+from harness.outcome import NOT_RUN
+
+__all__ = ["ChildReport", "FollowUp", "Lineage", "Request", "requests_of"]
 
 #: Statuses of a case that never ran its calls (no check is judged).
-NOT_RUN_STATUSES = ("skipped", "not_applicable", "did_not_start")
 
 
 def _int(value: Any) -> int | None:
@@ -99,8 +100,8 @@ class ChildReport:
 
     @property
     def ran(self) -> bool:
-        """False for a case that never ran its calls (:data:`NOT_RUN_STATUSES`)."""
-        return self.status not in NOT_RUN_STATUSES
+        """False for a case that never ran its calls (``harness.outcome.NOT_RUN``)."""
+        return self.status not in NOT_RUN
 
     @property
     def end_t(self) -> float | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from harness.contract.check import checks
 from harness.contract.derive import Contract
 from harness.contract.facts import Facts
+from harness.outcome import NOT_RUN as NOT_RUN_KINDS
 
 __all__ = [
     "CHECKS",
@@ -55,7 +56,7 @@ class Verdict:
 def judge(contract: Contract, facts: Facts) -> Verdict:
     """The verdict of ``facts`` under ``contract`` (pure)."""
     kind = facts.outcome.kind
-    if kind in ("skipped", "not_applicable", "did_not_start"):
+    if kind in NOT_RUN_KINDS:
         return Verdict(NOT_RUN)
     if facts.unreached is not None:
         return Verdict(NOT_EXERCISED)

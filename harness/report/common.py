@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harness.outcome import NOT_RUN
+
 __all__ = [
     "VERDICT_STYLES",
     "evidence_lines",
@@ -94,7 +96,7 @@ def ran(result: Any) -> bool:
     """The one counting rule for cases that did not run (a missing tier: ``skipped``; a
     target that does not speak the API: ``not_applicable``): every report counts them
     as ``not_run``, never as expected and never under a verdict."""
-    return result.outcome.kind not in ("skipped", "not_applicable", "did_not_start")
+    return result.outcome.kind not in NOT_RUN
 
 
 def summary_counts(results: Sequence[Any]) -> dict[str, int]:

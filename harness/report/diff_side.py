@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.outcome import NOT_RUN
+
 __all__ = ["VERDICT_RANK", "CaseSide"]
 
 #: Verdicts, worst first: a lower rank on the head is a regression.
 VERDICT_RANK = {"fail": 0, "safe": 1, "pass": 2}
-#: Outcome kinds that mean the case was not run: nothing to compare it with.
-NOT_RUN = frozenset({"skipped", "not_applicable", "did_not_start"})
 
 
 @dataclass(frozen=True)
