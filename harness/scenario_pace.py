@@ -14,13 +14,11 @@ Not here: the scenario model (``harness.scenario``), the contract that reads the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.apis import api_for
+from harness.faults import FaultScript
 from harness.network_spec import stops_progress
-
-if TYPE_CHECKING:
-    from harness.scenario import Scenario
 
 __all__ = ["PACE_MARGIN", "derived_alive", "outpaces_ceiling", "paced_s", "reply_plan"]
 
@@ -29,6 +27,18 @@ __all__ = ["PACE_MARGIN", "derived_alive", "outpaces_ceiling", "paced_s", "reply
 #: bandwidth cap taking 16.5 of 20 s met a client ceiling of 16 s): not alive, and the
 #: contract asks for the reply or a clean error.
 PACE_MARGIN = 0.8
+
+
+class Scenario(Protocol):
+    """What the pace reads of a scenario (``harness.scenario.Scenario`` is one): a
+    protocol, so the model imports this module and not the other way round."""
+
+    api: str
+    stream: bool
+    ceiling_s: float
+    request: Any
+    script: FaultScript
+    network: Any
 
 
 def derived_alive(scenario: Scenario) -> bool:

@@ -35,3 +35,21 @@ def test_the_trees_paths_are_computed_only_in_harness_paths():
     climbing = re.compile(r"Path\(__file__\)[^\n]*\.parents?\b")
     found = sorted(name for name, text in _modules().items() if climbing.search(text))
     assert found == ["paths.py", "targets/hermes/in_venv/hermes_driver/__init__.py"]
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    # Any import counts (lazy, or for type checking only): a circle is two modules that
+    # cannot be understood, moved or tested apart.
+    import grimp  # import-linter's graph (the test extras)
+
+    graph = grimp.build_graph("harness")
+    circles = sorted(
+        {
+            tuple(sorted((module, imported)))
+            for module in graph.modules
+            for imported in graph.find_modules_directly_imported_by(module)
+            if imported != module
+            and graph.chain_exists(importer=imported, imported=module, as_packages=False)
+        }
+    )
+    assert circles == []

@@ -49,8 +49,6 @@ __all__ = [
     "ServerBenchResult",
     "ServerFigures",
     "measure_servers",
-    "render_server_table",
-    "run_server_bench",
 ]
 
 DEFAULT_HELD = 1000
@@ -151,14 +149,6 @@ class ServerBenchResult:
         return asdict(self)
 
 
-def run_server_bench(argv: Sequence[str] | None = None) -> int:
-    """CLI entry: ``harness bench server [--quick] [--servers a,b] [--json PATH] ...``
-    (options in ``server_cli.py``)."""
-    from harness.bench.server_cli import main
-
-    return main(argv)
-
-
 def measure_servers(
     *,
     servers: Sequence[str] = SERVER_KINDS,
@@ -207,13 +197,6 @@ def measure_servers(
         servers=[ServerFigures(**f) for f in figures],
         cells=cells,
     )
-
-
-def render_server_table(result: ServerBenchResult, *, console: Any = None) -> None:
-    """Print the side-by-side tables (rich)."""
-    from harness.bench.server_table import render
-
-    render(result, console=console)
 
 
 # --------------------------------------------------------------------------- measurement

@@ -21,9 +21,9 @@ from harness.bench.server import (
     QUICK,
     TIMING_PRIORITIES,
     measure_servers,
-    render_server_table,
 )
 from harness.bench.server_children import SERVER_KINDS
+from harness.bench.server_table import render
 
 __all__ = ["main"]
 
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--servers: {args.servers!r} is not valid; allowed: comma-separated {', '.join(SERVER_KINDS)}"
             )
     result = measure_servers(servers=servers, timing_priority=args.timing_priority, **base)
-    return finish(result, render_server_table, args.json)
+    return finish(result, render, args.json)
 
 
 def _int_list(parser: argparse.ArgumentParser, option: str, text: str) -> tuple[int, ...]:

@@ -58,7 +58,8 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     out = common.check_out_dir(args.out)  # first: before any case runs
 
     from harness.report.json_report import write_json
-    from harness.report.scorecard import DEFAULT_TITLE, build_scorecard, write_scorecard
+    from harness.report.scorecard import DEFAULT_TITLE, build_scorecard
+    from harness.report.scorecard.write import write_scorecard
 
     if args.from_reports:
         results, wall_s = _from_reports(args)

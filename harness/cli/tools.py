@@ -17,7 +17,7 @@ from harness.cli.common import UsageError, add_passthrough, optional
 __all__ = ["register"]
 
 _BENCHMARKS = {
-    "server": ("harness.bench.server", "run_server_bench"),
+    "server": ("harness.bench.server_cli", "main"),
     "watchdog": ("harness.bench.watchdog", "run_watchdog_bench"),
     "netem": ("harness.bench.netem", "main"),
     "proxy": ("harness.bench.proxy", "main"),

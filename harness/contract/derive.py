@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.contract.dead_peer import dead_peer_terms
-from harness.contract.facts import status_key
+from harness.contract.records import status_key
 from harness.contract.spec import ContractSpec
 from harness.contract.visible import edit_excuses
 from harness.network_spec import hides_answers
@@ -80,7 +80,7 @@ class Contract:
     bound_s: float | None = None
     calls: int = 1
     retry_after_s: float | None = None
-    #: (a rule's :func:`~harness.contract.facts.status_key`, its Retry-After in scenario seconds): the
+    #: (a rule's :func:`~harness.contract.records.status_key`, its Retry-After in scenario seconds): the
     #: wait owed after a request that rule answered (empty: ``retry_after_s`` after any
     #: status answer, as a ``[contract]`` table states it)
     retry_after_by_fault: tuple[tuple[str, float], ...] = ()

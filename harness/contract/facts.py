@@ -9,7 +9,6 @@ Not here: the checks (``harness.contract.checks``) or the judgement (``verdict``
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,22 +19,7 @@ from harness.outcome import Outcome
 if TYPE_CHECKING:
     from harness.contract.derive import Contract
 
-__all__ = ["Facts", "bound_s", "model_call_spans", "status_key"]
-
-_RECORD = re.compile(r"^\s*(\w+)@([^(\s]+)(?:\((.*)\))?\s*$")
-_CODE = re.compile(r"(?:^|,\s*)code=(\d+)")
-
-
-def status_key(record: str | None) -> str | None:
-    """A rule's record as the server keeps it on a request
-    (``status@request(code=429, retry_after_s=1.0)``), without the durations the server
-    scales: ``status@request code=429``. The same for the scenario's rule and for the
-    request it answered; None for no record."""
-    m = _RECORD.match(record or "")
-    if m is None:
-        return None
-    code = _CODE.search(m.group(3) or "")
-    return f"{m.group(1).lower()}@{m.group(2)}" + (f" code={code.group(1)}" if code else "")
+__all__ = ["Facts", "bound_s", "model_call_spans"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,7 @@ import importlib
 from importlib.metadata import entry_points
 
 from harness.targets.base import CallResult, EventLog, Job, Target, TargetUnsupported
+from harness.targets.prefixes import COMMAND_PREFIX, MUTANT_PREFIX
 
 __all__ = [
     "OPT_IN_TARGETS",
@@ -68,13 +69,6 @@ def required_in_ci(name: str, *, ci: bool, extra_targets: bool) -> bool:
     """True where a target that cannot run must fail instead of skipping: every target
     in CI, except the opt-in ones unless their venvs were asked for."""
     return ci and (name not in OPT_IN_TARGETS or extra_targets)
-
-
-#: Names with this prefix are mutants of the reference stack (``harness.mutants``); they have
-#: no expectations of their own and are judged by the ``reference`` expectation.
-MUTANT_PREFIX = "mutant:"
-#: ``command:PATH`` runs any program as a target (``harness.targets.clients.command``).
-COMMAND_PREFIX = "command:"
 
 
 def registered_targets() -> dict[str, str]:

@@ -11,8 +11,10 @@ import math
 import pytest
 from rich.console import Console
 
-from harness.bench.server import measure_servers, render_server_table, run_server_bench
+from harness.bench.server import measure_servers
 from harness.bench.server_children import SERVER_KINDS
+from harness.bench.server_cli import main as run_server_bench
+from harness.bench.server_table import render as render_server_table
 
 TINY = {
     "held": 20,

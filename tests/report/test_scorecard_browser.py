@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.scorecard import write_scorecard
+from harness.report.scorecard.write import write_scorecard
 from tests.report.scorecard_fixtures import LONG_NAME, scorecard_of
 
 pytestmark = pytest.mark.timeout(240)

@@ -17,7 +17,8 @@ from rich.console import Console
 
 from harness.report import render_console, render_junit, render_markdown, write_json
 from harness.report.json_report import load_json, load_wall_times
-from harness.report.scorecard import build_scorecard, cell_text, write_scorecard
+from harness.report.scorecard import build_scorecard, cell_text
+from harness.report.scorecard.write import write_scorecard
 from tests.report.test_reports import case
 
 

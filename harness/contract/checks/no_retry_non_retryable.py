@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.contract.check import Check, register
-from harness.contract.facts import status_key
+from harness.contract.records import status_key
 
 if TYPE_CHECKING:
     from harness.contract.derive import Contract

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.contract.check import Check, register
-from harness.contract.facts import status_key
+from harness.contract.records import status_key
 from harness.faults import ACTIONS
 from harness.tcpinfo import TICK_S
 

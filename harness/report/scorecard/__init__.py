@@ -1,8 +1,8 @@
 """The scorecard: every target's verdict on every scenario, with totals and run time.
 
 :func:`build_scorecard` turns :class:`~harness.runner.CaseResult` lists (a fresh run or
-saved JSON reports) into a :class:`Scorecard`; :func:`write_scorecard` writes it as
-``scorecard.md`` (the table, for a README or a PR), ``scorecard.png`` (the verdict
+saved JSON reports) into a :class:`Scorecard`; ``scorecard.write.write_scorecard`` writes
+it as ``scorecard.md`` (the table, for a README or a PR), ``scorecard.png`` (the verdict
 grid, scenario x target, with per-target totals and run time; matplotlib, Agg) and a
 self-contained ``scorecard.html`` (inline CSS, the picture embedded as base64).
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.report.common import fmt_seconds, target_label
@@ -38,7 +37,6 @@ __all__ = [
     "TargetTotals",
     "build_scorecard",
     "cell_text",
-    "write_scorecard",
 ]
 
 #: The contract's verdicts, best first.
@@ -200,26 +198,6 @@ def cell_text(cell: Cell, *, limit: int = 0) -> str:
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
-
-
-def write_scorecard(out_dir: str | Path, scorecard: Scorecard) -> dict[str, Path]:
-    """Write ``scorecard.md``, ``scorecard.png`` and ``scorecard.html`` into ``out_dir``."""
-    from harness.report.scorecard.html import render_html
-    from harness.report.scorecard.markdown import render_markdown
-    from harness.report.scorecard.picture import render_png
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    png = render_png(scorecard)
-    paths = {
-        "md": out / "scorecard.md",
-        "png": out / "scorecard.png",
-        "html": out / "scorecard.html",
-    }
-    paths["png"].write_bytes(png)
-    paths["md"].write_text(render_markdown(scorecard, picture="scorecard.png"), encoding="utf-8")
-    paths["html"].write_text(render_html(scorecard, png=png), encoding="utf-8")
-    return paths
 
 
 def _case_s(result: Any) -> float:

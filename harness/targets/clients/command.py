@@ -60,12 +60,11 @@ from typing import ClassVar
 from harness.apis import APIS
 from harness.foreground import alive
 from harness.replies import render_tool_call
-from harness.targets import COMMAND_PREFIX
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
 from harness.targets.clients.command_protocol import CommandError, parse_output, timing_env
+from harness.targets.prefixes import COMMAND_PREFIX
 
 __all__ = [
-    "COMMAND_PREFIX",
     "DEFAULT_APIS",
     "CommandFailed",
     "CommandTarget",

@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.targets.mutants.table import POLL_INTERVAL_S
+__all__ = ["BUILDERS", "POLL_INTERVAL_S"]
 
-__all__ = ["BUILDERS"]
+#: The deliberately coarse poll of the ``polling-watchdog`` mutant (the seed's value).
+POLL_INTERVAL_S = 0.3
 
 
 # --------------------------------------------------------------------------- the bugs

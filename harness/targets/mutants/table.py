@@ -59,7 +59,6 @@ __all__ = [
     "BASELINE_TARGET",
     "MUTANTS",
     "MUTANT_TARGETS",
-    "POLL_INTERVAL_S",
     "DisabledDeadlineShown",
     "InvariantViolation",
     "KeepaliveNotSet",
@@ -68,9 +67,6 @@ __all__ = [
     "load_mutant_target",
     "mutant_components",
 ]
-
-#: The deliberately coarse poll of the ``polling-watchdog`` mutant (the seed's value).
-POLL_INTERVAL_S = 0.3  # read by ``seams``
 
 
 @dataclass(frozen=True)
