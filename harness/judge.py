@@ -154,7 +154,11 @@ def judge_case(
         posture_unreadable=_unreadable(posture),
         dead_peer=None if dead_peer is None else dead_peer.to_dict(),
         not_exercised=not_exercised or "",
-        rules=tuple(rule_firings(scenario.script.rules, records, observed.timeline)) if ran else (),
+        rules=tuple(
+            rule_firings(scenario.script.rules, records, observed.timeline, time_scale=time_scale)
+        )
+        if ran
+        else (),
     )
     result = _with_match(result, expected, observed)
     if not ran:

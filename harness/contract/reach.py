@@ -41,15 +41,22 @@ _RELAY_EFFECTS = frozenset({"swallowed", "idle_cut"})
 
 
 def rule_firings(
-    rules: Sequence[Any], records: Sequence[Any], timeline: Sequence[Mapping[str, Any]]
+    rules: Sequence[Any],
+    records: Sequence[Any],
+    timeline: Sequence[Mapping[str, Any]],
+    *,
+    time_scale: float = 1.0,
 ) -> list[dict[str, Any]]:
     """Per rule of the script: ``rule`` (its text), ``matched`` (the request indexes it
-    matched), ``fired`` and ``t`` (the first time its fault fired; None: never)."""
+    matched), ``fired`` and ``t`` (the first time its fault fired; None: never). A
+    request's record carries its rule as the server ran it, at the case's
+    ``time_scale``: matched in that form."""
     fault_events = [e for e in timeline if e.get("kind") == "fault"]
     out = []
     for rule in rules:
         text = str(rule.fault)
-        matched = [int(_get(r, "index")) for r in records if _get(r, "fault") == text]
+        served = str(rule.fault.scaled(time_scale))
+        matched = [int(_get(r, "index")) for r in records if _get(r, "fault") == served]
         # an idle-phase fault fires after its request's record was made: known by its action
         times = [
             float(e["t"])

@@ -59,6 +59,27 @@ def test_the_same_rule_reached_is_judged(server):
 
 
 @pytest.mark.timeout(60)
+def test_a_rule_with_durations_records_the_request_it_matched_at_the_cases_scale(server):
+    # The server runs the rule scaled (drip every 1.0 s x 0.02) and records it so on the
+    # request; the rule's record must still name that request (it read "matched: none").
+    s = make(
+        "drip_first_call",
+        script={
+            "rules": [
+                {
+                    "match": {"attempts": 1},
+                    "fault": {"phase": "event:2", "action": "drip", "interval_s": 1.0},
+                }
+            ]
+        },
+    )
+    result = run_case(s, "reference", server=server, settings=settings())
+    (rule,) = result.rules
+    assert rule["rule"].startswith("drip@event:2(interval_s=1.0,")  # the scenario's own text
+    assert rule["matched"] == [1] and rule["fired"], result.rules
+
+
+@pytest.mark.timeout(60)
 def test_a_target_that_makes_one_of_three_calls_is_not_exercised(server):
     s = make("three_calls", request={"calls": 3})
     result = run_case(
