@@ -75,6 +75,13 @@ XDIST_GROUPS = (
     ("tests/record/test_secrets.py::test_live_dry_run_", "live-dry-run"),
     # one gateway pool (a LiteLLM proxy's cold start) for the module; its last test ends it
     ("tests/targets/test_litellm_proxy.py::", "litellm-proxy-gateway"),
+    # both gateway targets' children lease from one pool, the worker's: the second takes
+    # the first's warm proxy instead of a cold start of its own (~15 s of CPU)
+    (
+        "tests/targets/test_protocol_contract.py::test_every_child_answers_a_healthy_job_"
+        "with_well_formed_messages[litellm-proxy",
+        "litellm-proxy-children",
+    ),
     # cleanup_stale() removes every dead run's namespaces: run concurrently, one test's
     # call takes the namespaces the other killed a child for and then looks for
     ("tests/netem/test_kernel.py::test_cleanup_stale_", "netns-cleanup"),
