@@ -159,11 +159,13 @@ def run_cases(
             with factory() as server, contextlib.ExitStack() as stack:
                 follow_up = _FollowUp(stack, factory)
                 while True:
+                    # taken first, then admitted: a take may wait for a capped target's
+                    # workers to come back, which they could not while it held an admission
+                    if (item := queue.take(lane, name, current)) is None:
+                        break
                     if throttled is not None:
                         throttled.admit()
                     try:
-                        if (item := queue.take(lane, name, current)) is None:
-                            break
                         index, case = item
                         current = case.target
                         upcoming = queue.peek(lane, name, case.target)
@@ -212,7 +214,13 @@ def run_cases(
         t.join()
     if errors:
         raise errors[0]
-    return [r for r in results if r is not None]
+    done = [r for r in results if r is not None]
+    if len(done) < len(cases):  # a gate that ran part of its cases must not pass as whole
+        never = [f"{s.name}[{t}]" for (s, t), r in zip(cases, results, strict=True) if r is None]
+        raise RuntimeError(
+            f"{len(never)} of {len(cases)} cases were never run: {', '.join(never[:5])}"
+        )
+    return done
 
 
 # --------------------------------------------------------------------------- helpers

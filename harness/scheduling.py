@@ -46,7 +46,7 @@ class CaseQueue:
     """The cases not yet taken, shared by the workers of one run (thread-safe)."""
 
     def __init__(self, cases: Sequence[CasePlan], settings: RunSettings) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._stopped = False
         #: kind -> target -> [(estimate, index, case)], longest first
         self._groups: dict[str, dict[str, list[tuple[float, int, CasePlan]]]] = {
@@ -83,15 +83,30 @@ class CaseQueue:
         """No more cases for anyone (a worker failed: the run ends)."""
         with self._lock:
             self._stopped = True
+            self._lock.notify_all()
 
-    def take(self, lane: str, worker: str, current: str | None) -> tuple[int, CasePlan] | None:
+    def take(
+        self, lane: str, worker: str, current: str | None, *, block: bool = True
+    ) -> tuple[int, CasePlan] | None:
         """The next case for ``worker`` on ``lane`` (``current``: the target of the case
-        it ran last), removed from the queue; None when its lane has nothing left."""
+        it ran last), removed from the queue; None when its lane has nothing left.
+
+        A case left whose target is at its ``Target.max_parallel`` is waited for (until
+        a worker running one of its cases comes back for its next), not given up: the
+        workers on the target may be on a lane that cannot take it (a wait lane takes no
+        short case), and a worker that left would leave the case to nobody (2026-12-06:
+        two wait lanes on litellm-proxy+openai-sdk's long cases sent every general worker
+        away; 50 of its 97 cases never ran). ``block=False``: None at once instead."""
         with self._lock:
-            found = self._choose(lane, worker, current)
-            if found is None:
-                self._on.pop(worker, None)
-                return None
+            self._on.pop(worker, None)  # it runs nothing now: no longer one of the cap
+            self._lock.notify_all()
+            while True:
+                found = self._choose(lane, worker, current)
+                if found is not None:
+                    break
+                if not block or self._stopped or not self._left_for(lane):
+                    return None
+                self._lock.wait()
             kind, target = found
             _, index, case = self._groups[kind][target].pop(0)
             if not self._groups[kind][target]:
@@ -99,6 +114,10 @@ class CaseQueue:
             self._on[worker] = target
             self._lanes[worker] = lane
             return index, case
+
+    def _left_for(self, lane: str) -> bool:
+        """Is any case left of a kind ``lane`` takes (whatever the caps say now)?"""
+        return any(self._groups[kind] for kind in LANE_KINDS[lane])
 
     def peek(self, lane: str, worker: str, current: str | None) -> CasePlan | None:
         """The case ``take`` would return now, left in the queue."""

@@ -30,29 +30,29 @@ def test_workers_spread_over_targets_and_each_stays_on_its_own():
         short_cases("openai-sdk", 3) + short_cases("reference", 3) + short_cases("mutant:none", 2)
     )
     queue = CaseQueue(cases, RunSettings(jobs=2))
-    first = {w: queue.take("general", w, None) for w in ("w0", "w1")}
+    first = {w: queue.take("general", w, None, block=False) for w in ("w0", "w1")}
     targets = {w: item[1].target for w, item in first.items() if item is not None}
     assert len(set(targets.values())) == 2  # two workers, two targets
     taken = {w: [targets[w]] for w in targets}
     for _ in range(2):
         for w in ("w0", "w1"):
-            item = queue.take("general", w, taken[w][-1])
+            item = queue.take("general", w, taken[w][-1], block=False)
             assert item is not None
             taken[w].append(item[1].target)
     # each worker ran its own target's three cases in a row: its child is reused
     assert all(len(set(ts)) == 1 for ts in taken.values()), taken
     # the one target nobody is on comes next, rather than joining the other worker
-    item = queue.take("general", "w0", taken["w0"][-1])
+    item = queue.take("general", "w0", taken["w0"][-1], block=False)
     assert item is not None and item[1].target not in taken.values()
 
 
 def test_a_worker_whose_target_ran_out_joins_the_target_with_most_work_per_worker():
     cases = short_cases("openai-sdk", 1) + short_cases("reference", 2)
     queue = CaseQueue(cases, RunSettings(jobs=2))
-    assert queue.take("general", "w1", None)[1].target == "reference"  # most work
-    assert queue.take("general", "w0", None)[1].target == "openai-sdk"  # nobody on it
+    assert queue.take("general", "w1", None, block=False)[1].target == "reference"  # most work
+    assert queue.take("general", "w0", None, block=False)[1].target == "openai-sdk"  # nobody on it
     assert queue.peek("general", "w0", "openai-sdk").target == "reference"
-    assert queue.take("general", "w0", "openai-sdk")[1].target == "reference"
+    assert queue.take("general", "w0", "openai-sdk", block=False)[1].target == "reference"
 
 
 def test_lanes_take_only_their_kinds_and_in_their_order():
@@ -70,10 +70,10 @@ def test_lanes_take_only_their_kinds_and_in_their_order():
     assert [queue.count(k) for k in ("short", "long", "idle")] == [1, 1, 1]
     assert queue.peek("idle", "i", None).scenario.name == "hang"
     assert queue.peek("wait", "w", None).scenario.name == "relay"
-    assert queue.take("general", "g", None)[1].scenario.name == "short"
-    assert queue.take("general", "g", "openai-sdk")[1].scenario.name == "relay"
-    assert queue.take("wait", "w", None)[1].scenario.name == "hang"
-    assert queue.take("idle", "i", None) is None
+    assert queue.take("general", "g", None, block=False)[1].scenario.name == "short"
+    assert queue.take("general", "g", "openai-sdk", block=False)[1].scenario.name == "relay"
+    assert queue.take("wait", "w", None, block=False)[1].scenario.name == "hang"
+    assert queue.take("idle", "i", None, block=False) is None
 
 
 def test_without_idle_lanes_an_expected_hang_is_a_long_case():
@@ -85,7 +85,7 @@ def test_without_idle_lanes_an_expected_hang_is_a_long_case():
 def test_a_stopped_queue_hands_out_nothing():
     queue = CaseQueue(short_cases("openai-sdk", 2), RunSettings(jobs=1))
     queue.stop()
-    assert queue.take("general", "w0", None) is None
+    assert queue.take("general", "w0", None, block=False) is None
     assert queue.peek("general", "w0", None) is None
 
 
@@ -118,9 +118,9 @@ def test_a_worker_leaves_its_target_only_for_a_case_longer_by_a_child_start_up()
     assert queue.count("long") == 4
     # 12.5 s on another target beats 3.75 s + SWITCH_COST_S on its own: the long case
     # is not left for the tail
-    assert queue.take("wait", "w", "reference")[1].scenario.name == "sdk_far"
+    assert queue.take("wait", "w", "reference", block=False)[1].scenario.name == "sdk_far"
     # 4.5 s is not worth a child start-up: it stays on reference
-    assert queue.take("wait", "w", "reference")[1].scenario.name == "ref_a"
+    assert queue.take("wait", "w", "reference", block=False)[1].scenario.name == "ref_a"
 
 
 def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_time():
@@ -130,7 +130,7 @@ def test_a_call_expected_to_fail_goes_first_for_a_target_whose_backoff_is_real_t
     failing, ok = make("f", {"hermes": "error_as_reply"}), make("o", {"hermes": "ok"})
     assert estimated_s((failing, "hermes"), settings) > estimated_s((ok, "hermes"), settings)
     queue = CaseQueue([(ok, "hermes"), (failing, "hermes")], settings)
-    first = queue.take("general", "w0", None)
+    first = queue.take("general", "w0", None, block=False)
     assert first is not None and first[1].scenario.name == "f"
     # a target without a real-time backoff: the same estimate either way
     ref_failing, ref_ok = make("f2", {"reference": "error"}), make("o2", {"reference": "ok"})
@@ -173,19 +173,19 @@ def test_a_target_with_max_parallel_is_taken_by_at_most_that_many_workers():
     cases = short_cases("litellm-proxy", 5) + short_cases("reference", 1)
     queue = CaseQueue(cases, RunSettings(jobs=4))
     workers = [f"w{i}" for i in range(4)]
-    first = {w: queue.take("general", w, None) for w in workers}
+    first = {w: queue.take("general", w, None, block=False) for w in workers}
     on = [item[1].target if item else None for item in first.values()]
     assert on.count("litellm-proxy") == cap
     assert on.count("reference") == 1 and on.count(None) == 1  # the fourth has nothing it may take
     # the reference worker, its target done, does not join the full target either
     ref = workers[on.index("reference")]
     assert queue.peek("general", ref, "reference") is None
-    assert queue.take("general", ref, "reference") is None
+    assert queue.take("general", ref, "reference", block=False) is None
     # the proxy's own workers carry on until its cases are done
     proxy = workers[on.index("litellm-proxy")]
-    left = [queue.take("general", proxy, "litellm-proxy") for _ in range(3)]
+    left = [queue.take("general", proxy, "litellm-proxy", block=False) for _ in range(3)]
     assert [item[1].target for item in left if item] == ["litellm-proxy"] * 3
-    assert queue.take("general", proxy, "litellm-proxy") is None
+    assert queue.take("general", proxy, "litellm-proxy", block=False) is None
 
 
 def test_a_gateway_target_gets_the_budget_times_its_upstream_retries_unless_written_for_it():
@@ -231,11 +231,11 @@ def test_the_cap_counts_idle_lanes_apart_so_a_capped_targets_hangs_wait_beside_i
     cases = short_cases("litellm-proxy", 3) + hangs
     queue = CaseQueue(cases, RunSettings(jobs=4, idle_lanes=16))
     assert queue.count("idle") == n
-    general = [queue.take("general", f"g{i}", None) for i in range(4)]
+    general = [queue.take("general", f"g{i}", None, block=False) for i in range(4)]
     assert [item is not None for item in general] == [True] * Proxy.max_parallel + [False] * (
         4 - Proxy.max_parallel
     )
-    idle = [queue.take("idle", f"i{i}", None) for i in range(n)]
+    idle = [queue.take("idle", f"i{i}", None, block=False) for i in range(n)]
     # idle_parallel idle lanes on the target beside its max_parallel general workers
     assert [item is not None for item in idle] == [True] * Proxy.idle_parallel + [False]
 
@@ -281,7 +281,62 @@ def test_a_capped_target_with_more_work_than_its_cap_clears_goes_first():
     reference = next(p.estimate_s for p in planned if p.target == "reference")
     assert head < reference < work / 2  # the case this test is about
     queue = CaseQueue(cases, settings)
-    assert queue.take("general", "w0", None)[1].target == "litellm-proxy"
-    assert queue.take("general", "w1", None)[1].target == "litellm-proxy"
+    assert queue.take("general", "w0", None, block=False)[1].target == "litellm-proxy"
+    assert queue.take("general", "w1", None, block=False)[1].target == "litellm-proxy"
     # the cap reached, the third worker takes the long case
-    assert queue.take("general", "w2", None)[1].target == "reference"
+    assert queue.take("general", "w2", None, block=False)[1].target == "reference"
+
+
+def test_a_worker_waits_for_a_capped_target_held_by_lanes_that_cannot_take_its_cases():
+    # 2026-12-06 CI: two wait lanes took litellm-proxy+openai-sdk's long cases first, so
+    # the cap (2) was full; every general worker found nothing it might take and left,
+    # and the short cases, which wait lanes never take, were never run (50 of 97).
+    import threading
+
+    from harness.targets.clients.litellm_proxy import LiteLLMProxySDKTarget
+
+    assert LiteLLMProxySDKTarget.max_parallel == 2
+    target = "litellm-proxy+openai-sdk"
+    relay = {"backend": "relay", "relay": {"mode": "pass"}}
+    long_cases = [(make(f"relay_{i}", {}, network=relay), target) for i in range(2)]
+    shorts = [(make(f"short_{i}", {}), target) for i in range(3)]
+    queue = CaseQueue(long_cases + shorts, RunSettings(jobs=2, wait_lanes=2))
+    assert queue.count("long") == 2 and queue.count("short") == 3
+    held = [queue.take("wait", f"w{i}", None) for i in range(2)]  # the cap, on long cases
+    assert all(item is not None and item[1].scenario.name.startswith("relay") for item in held)
+    assert queue.take("general", "g0", None, block=False) is None  # capped now, not done
+
+    got: list = []
+    taken = threading.Event()
+
+    def general() -> None:
+        got.append(queue.take("general", "g0", None))
+        taken.set()
+
+    thread = threading.Thread(target=general, daemon=True)
+    thread.start()
+    assert not taken.wait(0.2)  # it waits: the target is capped, its cases are left
+    # a wait lane comes back for its next case: nothing of its kinds is left, it leaves,
+    # and the general worker takes the short case it freed the cap for
+    assert queue.take("wait", "w0", target) is None
+    assert taken.wait(10), "the general worker was never woken"
+    thread.join(10)
+    assert got[0] is not None and got[0][1].scenario.name.startswith("short")
+    rest = [queue.take("general", "g0", target) for _ in range(2)]
+    assert all(item is not None for item in rest)
+    assert queue.take("general", "g0", target) is None  # all five taken, nothing lost
+
+
+def test_a_run_whose_workers_left_cases_untaken_fails_instead_of_passing_short(monkeypatch):
+    import pytest
+
+    from harness import runner
+    from harness.runner import run_cases
+
+    # the queue hands out nothing (as a worker that gave up on a capped target did)
+    monkeypatch.setattr(runner.CaseQueue, "take", lambda self, *args, **kwargs: None)
+    cases = short_cases("reference", 2)
+    with pytest.raises(
+        RuntimeError, match=r"2 of 2 cases were never run: reference_0\[reference\]"
+    ):
+        run_cases(cases, settings=RunSettings(jobs=1))
