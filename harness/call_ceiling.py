@@ -7,7 +7,8 @@ scenario each of them is as slow as the scenario makes it: one ceiling for all o
 called a client ``hung`` that was answering every call in time. So the ceiling counts
 from the first request of the latest *model call* (a request the server placed as a
 continuation or a new conversation, ``harness.server.lineage``; a retry extends
-nothing), for at most :data:`CEILINGS_PER_CALL` model calls per call of the job. A
+nothing) or the start of the job's latest call (the child says so as it begins,
+``run_calls``), for at most :data:`CEILINGS_PER_CALL` model calls per call of the job. A
 client stuck inside one model call still meets the ceiling of that call.
 
 Not here: the start-up allowance before the first request (``harness.lifecycle``) or the
@@ -53,7 +54,9 @@ def wait_per_model_call(
 ) -> dict[str, Any] | None:
     """The child's result (None: a model call outlived its ceiling), waiting the plan's
     ``ceiling_s`` from ``contact`` and again from the first request of each later model
-    call, up to ``CEILINGS_PER_CALL`` per call of the job."""
+    call, and from the start of each later call of the job (the child's ``call`` events:
+    a call whose requests never reach the server, its connects lost on a dead path, is
+    a call all the same), up to ``CEILINGS_PER_CALL`` per call of the job."""
     ceiling_s = float(plan.ceiling_s)
     cap = max(1, int(plan.scenario.request.calls)) * CEILINGS_PER_CALL
     end = contact + ceiling_s
@@ -61,7 +64,8 @@ def wait_per_model_call(
         report = child.wait_result(end)
         if report is not None:
             return report
-        starts = model_call_starts(server.requests(), contact)[:cap]
+        job_calls = [t for t in child.call_starts if t >= contact]
+        starts = sorted([*model_call_starts(server.requests(), contact), *job_calls])[:cap]
         later = max(starts[-1] + ceiling_s, end) if starts else end
         if later <= end:
             return None

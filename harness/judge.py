@@ -106,6 +106,7 @@ def judge_case(
         follow_up_ok=None if follow_up is None else follow_up.ok,
         dead_peer=dead_peer,
         call_requests=made if ran else (),
+        job_calls_s=_job_calls_s(child, started_t) if ran else (),
         claimed_attempts=attempts if ran else None,
         # only where every attempt meets the server itself: a relay, proxy or kernel
         # path can keep one off its wire
@@ -339,3 +340,15 @@ def _message(child: ChildReport | None, outcome: Outcome) -> str:
     if not child.ran:
         return child.message or outcome.detail
     return outcome.detail
+
+
+def _job_calls_s(child: ChildReport | None, started_t: float | None) -> tuple[float, ...]:
+    """When each call of the job after the first began, seconds from ``started_t``
+    (the client's ``call`` marks, "2 of 3": ``harness.targets.base.run_calls``)."""
+    if child is None or started_t is None:
+        return ()
+    return tuple(
+        float(e[0]) - started_t
+        for e in child.events
+        if len(e) >= 3 and e[1] == "call" and not str(e[2]).startswith("1 of")
+    )

@@ -48,6 +48,10 @@ class Facts:
     #: (first request's index, requests) of each model call the server saw: a request
     #: that is not a retry begins one (``harness.apis.lineage``); empty: not known.
     call_requests: Sequence[tuple[int, int]] = ()
+    #: When each call of the job after the first began, seconds from the case's start
+    #: (the client's ``call`` marks, ``run_calls``): a call the server may not tell from
+    #: a retry (the same conversation asked again) or never saw (a dead path).
+    job_calls_s: Sequence[float] = ()
 
     @property
     def model_calls(self) -> int:
@@ -65,16 +69,17 @@ def bound_s(contract: Contract, facts: Facts) -> float:
 
 def model_call_spans(facts: Facts) -> list[float]:
     """How long each model call took (real seconds): the case's elapsed time for one;
-    for several, from each call's first request to the next one's, the last to the end
-    (``harness.call_ceiling``: each model call has the bound). Empty: not known."""
+    for several, from each call's first request (or each call of the job's start) to
+    the next one's, the last to the end (``harness.call_ceiling``: each model call has
+    the bound). Empty: not known."""
     if facts.elapsed_s is None:
         return []
     firsts = _call_first_positions(facts)
-    if len(firsts) < 2:
-        return [facts.elapsed_s]
-    starts = [facts.request_log[p][0] - facts.request_log[0][0] for p in firsts]
-    spans = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    return [*spans, facts.elapsed_s - starts[-1]]
+    starts = {0.0, *(facts.request_log[p][0] - facts.request_log[0][0] for p in firsts)}
+    starts |= {s for s in facts.job_calls_s if 0.0 < s < facts.elapsed_s}
+    ordered = sorted(starts)
+    spans = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    return [*spans, facts.elapsed_s - ordered[-1]]
 
 
 def _call_first_positions(facts: Facts) -> list[int]:

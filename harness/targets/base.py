@@ -8,6 +8,7 @@ speaks JSON lines on its stdout (its ``print`` output goes to stderr)::
     child  -> {"event": "ready", "pid": 123, "t": <monotonic>}     after Target.prepare()
     runner -> {"cmd": "run", "job": {...Job...}}
     child  -> {"event": "started", "t": ...}                        just before Target.call()
+    child  -> {"event": "call", "t": ...}          as each call of the job after the first begins
     child  -> {"event": "result", "status": "returned", "text": ..., "finish_reason": ...,
                "attempts": 1, "t": ..., "events": [[t, kind, detail], ...]}
            or {"event": "result", "status": "raised", "error": "StreamIdleTimeout",
@@ -159,12 +160,19 @@ class EventLog:
         self.dropped = 0
         #: Extra JSON-able facts for the report, also on a raised result.
         self.details: dict[str, Any] = {}
+        #: Told at once when the job's next call begins (:func:`run_calls`; the child
+        #: runtime sends it to the runner, so a later call's ceiling is its own even when
+        #: the child is killed before its result, or the call never reaches the server).
+        self.on_call: Callable[[float], None] | None = None
 
-    def mark(self, kind: str, detail: str = "") -> None:
+    def mark(self, kind: str, detail: str = "") -> float:
+        """Stamp a client event; returns its time."""
+        t = time.monotonic()
         if len(self.events) < self.MAX_EVENTS:
-            self.events.append((time.monotonic(), kind, detail))
+            self.events.append((t, kind, detail))
         else:
             self.dropped += 1
+        return t
 
     def caught(self, exc: BaseException) -> None:
         """Report an exception the client caught and turned into something else (an
@@ -303,7 +311,9 @@ def run_calls(
         if rebuild is not None and job.rebuild_after is not None and i == job.rebuild_after:
             rebuild()
             log.mark("rebuild")
-        log.mark("call", f"{i + 1} of {job.calls}{label}")
+        t = log.mark("call", f"{i + 1} of {job.calls}{label}")
+        if i > 0 and log.on_call is not None:
+            log.on_call(t)
         results.append(call())
     return results
 

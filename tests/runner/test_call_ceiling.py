@@ -83,3 +83,47 @@ def test_an_agents_next_job_call_repeating_its_first_begins_model_calls() -> Non
     records = [R(1, "new", 1), R(2, "continuation", 2), R(3, "retry", 2), R(4, "retry", 1)]
     records += [R(5, "retry", 1), R(6, "retry", 2)]
     assert model_call_starts(records, 0.0) == [1, 2, 4, 6]
+
+
+@pytest.mark.timeout(90)
+def test_each_call_of_a_plain_job_gets_the_whole_ceiling_though_the_server_sees_a_retry(server):
+    # Two calls of one job asking the same conversation: the server places call 2 as a
+    # retry of call 1 (nothing on the wire tells them apart), so only the child's word
+    # that its next call began gives call 2 a ceiling of its own (found by an audit: a
+    # call whose connects went into a dead path never reached the server at all).
+    scenario = scenario_from_dict(
+        {
+            "name": "two_slow_calls",
+            "summary": "two calls of one job, each first byte after 2/3 of the ceiling",
+            "stream": False,
+            "ceiling_s": 60,
+            "alive": True,
+            "watchdog": WATCHDOG,
+            "request": {"calls": 2, "pause_s": 0},
+            "script": {"first_byte_delay_s": 40},
+        }
+    )
+    result = run_case(scenario, "reference", server=server, settings=settings())
+    assert result.outcome.kind == "ok", (result.outcome, result.message)
+    assert result.verdict == "pass", (result.failed_checks, result.evidence)
+    assert result.requests == 2 and result.elapsed_s > result.ceiling_s
+    shapes = [e["detail"] for e in result.timeline if e["kind"] == "request_shape"]
+    assert [s["lineage"] for s in shapes] == ["new", "retry"]
+
+
+def test_a_job_calls_start_splits_the_spans_bounded_judges() -> None:
+    from harness.contract.facts import Facts, model_call_spans
+    from harness.outcome import Outcome
+
+    one_request = [(100.0, None)]
+    facts = Facts(
+        outcome=Outcome("error"),
+        time_scale=1.0,
+        ceiling_s=30.0,
+        elapsed_s=34.0,
+        request_log=one_request,
+        call_requests=((1, 1),),
+    )
+    assert model_call_spans(facts) == [34.0]  # one call seen: one span
+    split = Facts(**{**facts.__dict__, "job_calls_s": (17.0,)})
+    assert model_call_spans(split) == [17.0, 17.0]  # call 2 never reached the server

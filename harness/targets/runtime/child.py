@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.targets.runtime.protocol import claim_stdout, describe_exception, fatal, serve
+from harness.targets.runtime.protocol import claim_stdout, describe_exception, fatal, send, serve
 
 __all__ = ["main", "describe_exception"]
 
@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     def handle(job: dict[str, Any], started: Callable[[], None]) -> dict[str, Any]:
-        return _run_job(target, argv[0], Job.from_dict(job), started)
+        def call_begun(t: float) -> None:
+            send(proto, {"event": "call", "t": t})
+
+        return _run_job(target, argv[0], Job.from_dict(job), started, call_begun)
 
     return serve(
         proto,
@@ -55,10 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     )
 
 
-def _run_job(target: Any, name: str, job: Any, started: Callable[[], None]) -> dict[str, Any]:
+def _run_job(
+    target: Any,
+    name: str,
+    job: Any,
+    started: Callable[[], None],
+    call_begun: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
     from harness.targets import EventLog, TargetUnsupported
 
     log = EventLog()
+    log.on_call = call_begun
     if job.api not in target.apis:  # the runner normally decides this without a child
         return {
             "status": "not_applicable",

@@ -81,6 +81,9 @@ class TargetProcess:
         assert popen.stdout is not None
         self._selector.register(popen.stdout, selectors.EVENT_READ)
         self.ready_t: float | None = None
+        #: When each of the running job's calls after the first began (its ``call``
+        #: events, read as they come: known even if the child is killed before its result).
+        self.call_starts: list[float] = []
         #: "ready" read and no job sent since: a second wait_ready returns at once.
         self._is_ready = False
 
@@ -182,6 +185,7 @@ class TargetProcess:
         self._is_ready = True
 
     def run(self, job: Mapping[str, Any]) -> None:
+        self.call_starts = []
         self.send_command({"cmd": "run", "job": dict(job)})
 
     def wait_started(self, deadline: float) -> dict[str, Any]:
@@ -273,6 +277,9 @@ class TargetProcess:
                 msg = json.loads(line)
             except json.JSONDecodeError:
                 continue  # not protocol: a library wrote to the real stdout fd
+            if msg.get("event") == "call":  # the job's next call began (run_calls)
+                self.call_starts.append(float(msg["t"]))
+                continue
             if msg.get("event") == "fatal":
                 self.kill()
                 raise ChildFailed(

@@ -7,7 +7,8 @@ path, where the harness package is not importable.
 
 What is fixed here, for every child:
 
-* the events: ``ready`` (pid, t), ``started`` (t), ``result`` (status, t, events,
+* the events: ``ready`` (pid, t), ``started`` (t), ``call`` (t: the job's next call
+  began, sent at once by ``run_calls``), ``result`` (status, t, events,
   events_dropped, details, the status's fields, and ``reuse: false`` when the child
   declines another job), ``fatal`` (the child cannot run);
 * how an exception is reported (:func:`describe_exception`): ``error`` (class name, or

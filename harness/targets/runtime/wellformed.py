@@ -21,8 +21,8 @@ def problems(message: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     if event == "ready":
         _check(out, message, "pid", int)
-    elif event not in ("started", "result", "fatal"):
-        return [f"event={event!r}; allowed: ready, started, result, fatal"]
+    elif event not in ("started", "call", "result", "fatal"):
+        return [f"event={event!r}; allowed: ready, started, call, result, fatal"]
     if event != "fatal":
         _check(out, message, "t", float)
     if event == "result":
