@@ -64,6 +64,17 @@ __all__ = [
 ]
 
 
+def _hold_point(trigger: Trigger) -> int | None:
+    """Where the first reply body waits for a fault fired at ``trigger``: after N events
+    for ``event:N``; after its head, before any event, for the first accept, request or
+    head (a later one's body is not the first to get there, so it is not held)."""
+    if trigger.kind == "event":
+        return trigger.n
+    if trigger.kind in ("accept", "request", "headers") and trigger.n == 1:
+        return 0
+    return None
+
+
 class NetworkHandle:
     """What :func:`network_backend` yields; see the module docstring."""
 
@@ -86,10 +97,12 @@ class NetworkHandle:
             if trigger.immediate:
                 self._fire_one(i, label, fire)
                 continue
-            # The body waits at an event point until the fault is in place: fired by
-            # this thread some milliseconds after the point, it would land events later.
+            # The body waits at the point until the fault is in place: fired by this
+            # thread some milliseconds after the point, it would land events later (or,
+            # at a request's point, after the whole reply on a loaded machine).
             hold = getattr(self.server, "hold", None)
-            release = hold(trigger.n) if trigger.kind == "event" and callable(hold) else None
+            point = _hold_point(trigger)
+            release = hold(point) if point is not None and callable(hold) else None
             threading.Thread(
                 target=self._wait_and_fire,
                 args=(i, trigger, label, fire, timeout, release),

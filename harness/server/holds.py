@@ -12,7 +12,8 @@ there until the runner has fired the fault and released the hold, so the fault l
 at the point the scenario names. A hold is one-shot, and bounded (``HOLD_MAX_S``): a
 runner that never releases it costs the case that long, never a hang.
 
-A hold at 0 stops a body after its head, before its first unit: the runner holds the
+A hold at 0 stops a body after its head, before its first unit: a fault at the first
+accept, request or head is in place before the reply goes on, and the runner holds the
 first byte of a reply until it has read the client's sockets (``harness.lifecycle``: a
 program that lives milliseconds would otherwise be gone before its posture is read).
 
@@ -111,17 +112,16 @@ class Holds:
             points = [h.n for h in self._holds if h.n > counted and not h.released]
         return min(points, default=None)
 
-    def take(self, counted: int) -> Hold | None:
-        """The unreleased hold at exactly ``counted`` units, claimed by this body (a hold
-        stops one body, the first to get there), or None."""
+    def take(self, counted: int) -> list[Hold]:
+        """The unreleased holds at exactly ``counted`` units, claimed by this body (a hold
+        stops one body, the first to get there; two holds at one point -- the posture's
+        and a fault's -- stop it until both are released)."""
         if not self._holds:
-            return None
+            return []
         with self._lock:
-            for hold in self._holds:
-                if hold.n == counted and not hold.released:
-                    self._holds.remove(hold)
-                    return hold
-        return None
+            mine = [h for h in self._holds if h.n == counted and not h.released]
+            self._holds = [h for h in self._holds if h not in mine]
+        return mine
 
 
 async def wait_if_held(
@@ -133,15 +133,18 @@ async def wait_if_held(
 ) -> None:
     """A body that has written ``counted`` units: wait there if a hold is on that point
     (what was written before it on the wire first), recording ``held`` and ``released``."""
-    hold = holds.take(counted) if holds is not None else None
-    if hold is None:
+    held = holds.take(counted) if holds is not None else []
+    if not held:
         return
     await drain()
-    record("held", n=hold.n)
+    record("held", n=counted)
     start = time.monotonic()
-    released = await hold.wait()
+    deadline = start + HOLD_MAX_S  # one bound for the point, however many holds are on it
+    released = True
+    for hold in held:
+        released = await hold.wait(max(deadline - time.monotonic(), 0.0)) and released
     waited = round(time.monotonic() - start, 6)
-    record("released", n=hold.n, waited_s=waited, timed_out=not released)
+    record("released", n=counted, waited_s=waited, timed_out=not released)
 
 
 def stop_before_hold(holds: Holds | None, counted: int, stop: int | None) -> int | None:

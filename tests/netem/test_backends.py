@@ -107,6 +107,36 @@ def test_relay_backend_swallows_the_servers_fin_and_shows_close_wait() -> None:
 
 
 @pytest.mark.timeout(30)
+def test_a_relay_switched_at_the_request_is_in_place_before_the_reply_goes_on() -> None:
+    # CI 2026-12-06: a relay switched to swallow_close at "request" landed after the
+    # server's FIN at event:3 on a loaded machine; the FIN went through, nothing was
+    # swallowed. The body now waits after its head until the switch is made: here the
+    # switch waits for that hold, so without it the switch never comes.
+    spec = network_from_dict(
+        {"backend": "relay", "relay": {"mode": "swallow_close"}, "at": "request"}
+    )
+    script = script_from_dict({"rules": [{"fault": {"phase": "event:3", "action": "fin"}}]})
+    with FaultServer(script) as srv, network_backend(spec, server=srv) as net:
+        [(trigger, label, switch)] = net._deferred
+
+        def switch_once_held() -> None:
+            srv.wait_for("held", timeout=5)  # TimeoutError: recorded as a missed trigger
+            switch()
+
+        net._deferred[0] = (trigger, label, switch_once_held)
+        net.arm(timeout=10)
+        with (
+            httpx.Client(timeout=httpx.Timeout(5, read=1.0)) as client,
+            pytest.raises(httpx.ReadTimeout),
+        ):
+            stream_events(client, net.base_url)
+        rows = net.events()
+        held = [e for e in srv.timeline() if e.kind in ("held", "released")]
+    assert [e.detail["n"] for e in held] == [0, 0]
+    assert any(r["kind"] == "swallowed" for r in rows)
+
+
+@pytest.mark.timeout(30)
 def test_relay_backend_switches_to_hold_at_the_scripted_event() -> None:
     spec = network_from_dict({"backend": "relay", "relay": {"mode": "hold"}, "at": "event:2"})
     script = script_from_dict(
