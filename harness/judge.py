@@ -31,7 +31,13 @@ from typing import Any
 from harness.apis import APIS
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
-from harness.contract.causes import cause_chain, cut_by_peer, reply_text, wire_attempts
+from harness.contract.causes import (
+    cause_chain,
+    cut_by_peer,
+    reply_text,
+    wire_attempts,
+    wrapped_types,
+)
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.contract.observation import ChildReport, Lineage, Request, requests_of
@@ -94,6 +100,7 @@ def judge_case(
     not_exercised = (
         unreached(scenario, records, observed.timeline, outcome_kind=outcome.kind) if ran else None
     )
+    chain = cause_chain(report) if outcome.kind != "ok" else ()
     facts = Facts(
         outcome=outcome,
         time_scale=time_scale,
@@ -116,6 +123,7 @@ def judge_case(
             else None
         ),
         unreached=not_exercised,
+        wrapped=wrapped_types(chain),
     )
     verdict = judge(contract, facts)
     result = CaseResult(
@@ -149,7 +157,7 @@ def judge_case(
         failed_checks=verdict.failed_checks,
         contract=contract_facts(contract, facts) if ran else {},
         evidence=evidence_for(contract, facts, verdict.failed_checks),
-        chain=cause_chain(report) if outcome.kind != "ok" else (),
+        chain=chain,
         reply=reply_text(report),
         posture=tuple(posture.to_list()) if posture is not None else (),
         posture_unreadable=_unreadable(posture),

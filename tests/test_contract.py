@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from harness.contract import CHECKS, Facts, Verdict, contract_for, judge
+from harness.contract.causes import wrapped_types
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.outcome import Expected, Outcome
 from harness.scenario import ScenarioError, load_catalog, load_scenario, scenario_from_dict
 from harness.scenario_pace import PACE_MARGIN, paced_s, reply_plan
+from harness.targets.runtime.protocol import describe_chain
 
 OK = Outcome("ok")
 TYPED = Outcome("error", "StreamIdleTimeout", ("StreamIdleTimeout", "StallError"))
@@ -202,6 +204,52 @@ def test_crash_is_not_a_clean_error_and_not_run_cases_are_not_run_not_failed():
     # a case that never ran was judged by no check: neither a pass nor a fail (issue 24)
     for kind in ("not_applicable", "skipped"):
         assert judge(c, facts(Outcome(kind))) == Verdict("not_run")
+
+
+def _chain_of(raise_it) -> list[dict[str, str]]:
+    try:
+        raise_it()
+    except Exception as exc:  # noqa: BLE001 - the chain of whatever it raised
+        return describe_chain(exc)
+    raise AssertionError("raised nothing")
+
+
+class AgentGenerationError(Exception):
+    """smolagents' catch-all: every exception of a model call, re-raised ``from`` it."""
+
+
+def _agent_over_a_crash() -> None:
+    choices = None
+    try:
+        choices[0]  # smolagents 1.26.0 OpenAIModel.generate on a reply without choices
+    except Exception as e:
+        raise AgentGenerationError(f"Error while generating output:\n{e}") from e
+
+
+def _typed_while_handling() -> None:
+    try:
+        {}["retry-after"]
+    except KeyError:
+        raise AgentGenerationError("no retry-after header")  # noqa: B904 - context only
+
+
+def test_a_wrapper_raised_from_a_crash_is_not_a_clean_error():
+    # audit of smolagents 1.26.0 (2026-12-06): nonstream_no_choices was judged safe, its
+    # TypeError hidden under the agent's catch-all AgentGenerationError
+    c = contract_for(make(script={"rules": [rule("event:3", "fin")]}))
+    wrapper = Outcome("error", "AgentGenerationError", ("AgentGenerationError",))
+    chain = _chain_of(_agent_over_a_crash)
+    assert wrapped_types(chain) == ("TypeError",)
+    crashed = facts(wrapper, wrapped=wrapped_types(chain))
+    assert judge(c, crashed).failed_checks == ("clean_error",)
+    assert evidence_for(c, crashed, ("clean_error",))["clean_error"].startswith(
+        "raised AgentGenerationError from TypeError: a crash of the client under another name"
+    )
+    # an exception met while handling another is not what the error was made from
+    handled = _chain_of(_typed_while_handling)
+    assert [link["via"] for link in handled] == ["raised", "context"]
+    assert wrapped_types(handled) == ()
+    assert judge(c, facts(wrapper, wrapped=wrapped_types(handled))).verdict == "safe"
 
 
 def test_claimed_attempts_beyond_those_that_reached_the_wire_fail_accounting():

@@ -35,6 +35,7 @@ __all__ = [
     "cut_by_peer",
     "reply_text",
     "wire_attempts",
+    "wrapped_types",
 ]
 
 #: Exceptions kept per chain (the error and what it came from), and characters each.
@@ -76,6 +77,20 @@ def cause_chain(
                 "via": str(item.get("via") or ("raised" if not out else "cause")),
             }
         )
+    return tuple(out)
+
+
+def wrapped_types(chain: Sequence[Mapping[str, str]]) -> tuple[str, ...]:
+    """The classes the raised error was explicitly made from (``raise Wrapper(...) from
+    exc``, link after link), outermost first. An exception met while handling another
+    (``context``) is not one: ``except KeyError: raise ConfigError`` is ordinary control
+    flow, while an agent's ``raise AgentGenerationError(...) from e`` over a TypeError
+    reports the crash under another name."""
+    out = []
+    for link in chain[1:]:
+        if link.get("via") != "cause":
+            break
+        out.append(str(link.get("type") or ""))
     return tuple(out)
 
 

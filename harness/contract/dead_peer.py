@@ -145,8 +145,10 @@ def check_dead_peer(
     which = _which(conns)
     if bound.seconds is None:
         reason = (
-            f"a dead peer while {while_} is never noticed (no keepalive on {which}); "
-            f"bound {limit_s:g} s"
+            # true of the socket whatever the client's timeouts: a read timeout ends a
+            # silent wait, but cannot tell a dead peer from a slow one (audit, 2026-12-06)
+            f"the kernel never notices a dead peer while {while_} (no keepalive on {which}; "
+            f"only the client's own deadlines end such a wait); bound {limit_s:g} s"
         )
     else:
         reason = (

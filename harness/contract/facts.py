@@ -60,6 +60,9 @@ class Facts:
     #: Why the case did not exercise its scenario (``harness.contract.reach.unreached``);
     #: None: it did.
     unreached: str | None = None
+    #: The classes the raised error was made from (``raise ... from``), outermost first
+    #: (``harness.contract.causes.wrapped_types``): a wrapper over a crash is a crash.
+    wrapped: Sequence[str] = ()
 
 
 def bound_s(contract: Contract, facts: Facts) -> float:

@@ -41,16 +41,28 @@ class CleanError(Check):
     by_outcome = True
     fails_when = (
         "the error is a crash of the client or target (`TypeError`, `KeyError`, `TargetCrashed`, "
-        "`TargetResources`, ...), not a typed report of the fault"
+        "`TargetResources`, ...), or a wrapper raised from one (`raise AgentError(...) from "
+        "TypeError`), not a typed report of the fault"
     )
-    needs = "the raised class and its MRO"
-    shown_in = "`outcome.error`, the exception's message"
+    needs = "the raised class and the classes it was made from (`raise ... from`)"
+    shown_in = "`outcome.error`, the exception's message, `chain`"
 
     def holds(self, contract: Contract, facts: Facts) -> bool:
-        return not (facts.outcome.kind == "error" and _unclean(facts.outcome))
+        return not (facts.outcome.kind == "error" and (_unclean(facts.outcome) or _crash(facts)))
 
     def evidence(self, contract: Contract, facts: Facts) -> str:
+        crash = _crash(facts)
+        if crash and not _unclean(facts.outcome):
+            return (
+                f"raised {facts.outcome.error} from {crash}: a crash of the client under "
+                "another name, not a typed transport error"
+            )
         return f"raised {facts.outcome.error}: the client broke, not a typed transport error"
+
+
+def _crash(facts: Facts) -> str | None:
+    """The crash a wrapper was raised from (``AgentGenerationError`` from ``TypeError``)."""
+    return next((t for t in facts.wrapped if t in UNCLEAN_ERRORS), None)
 
 
 def _unclean(outcome: Outcome) -> bool:
