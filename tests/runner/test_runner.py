@@ -602,12 +602,16 @@ def test_which_request_was_asked_again_is_the_servers_order_not_the_arrival_stam
 
 @pytest.mark.timeout(60)
 def test_a_stream_the_client_closed_mid_way_is_a_kill_though_it_counts_one_attempt(server):
-    s = _slow_but_alive("quiet_retry")
+    # The client closes its first stream after one event; the server must still be
+    # writing it then. At FAST (20 ms an event, 80 ms a stream) a loaded CI worker read
+    # that event after the stream was done (CI 2026-12-06): 8 events at 0.1 leave the
+    # client 700 ms.
+    s = _slow_but_alive("quiet_retry", events=8)
     result = run_case(
         s,
         "runner.targets_double:QuietRetryTarget",
         server=server,
-        settings=RunSettings(time_scale=FAST, environ={**os.environ, "PYTHONPATH": TESTS_DIR}),
+        settings=RunSettings(time_scale=0.1, environ={**os.environ, "PYTHONPATH": TESTS_DIR}),
     )
     assert result.requests == 2 and result.attempts == 1
     assert result.outcome.kind == "false_kill", result.message
