@@ -188,12 +188,23 @@ def plan_reply(
     reasoning_events: int = 4,
     dialect: str | None = None,
     tool: str | None = None,
+    answered: bool = False,
 ) -> ReplyPlan:
-    """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``."""
+    """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``;
+    ``answered``: the conversation already acts on the model's reply in a form the body
+    alone does not show (a text observation, known from the request's lineage)."""
     spec = api_for(api)
     seed = seed_for_request(dict(body))
     carried = _content(
-        spec, body, seed, shape, events=events, text=content, reasoning=reasoning_events, tool=tool
+        spec,
+        body,
+        seed,
+        shape,
+        events=events,
+        text=content,
+        reasoning=reasoning_events,
+        tool=tool,
+        answered=answered,
     )
     profile = dialect_for(dialect, api)
     given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
@@ -277,18 +288,19 @@ def _content(
     text: str | None,
     reasoning: int,
     tool: str | None = None,
+    answered: bool = False,
 ) -> Content:
     """What the reply carries for ``shape`` (``FaultScript.reply``), as a model would:
     a tool call only to a request that offers tools, naming one of them (``tool`` when
     offered, else the first) with arguments valid against its schema; text after a
-    tool result, or when no tool is offered."""
+    tool result (or a text observation: ``answered``), or when no tool is offered."""
     deltas = reply_words(body, events=events, content=text, seed=seed)
     if shape == "text":
         return Content(deltas)
     if shape == "reasoning":
         return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
     offered = spec.offered_tools(body)
-    if not offered or spec.carries_tool_result(body):
+    if not offered or answered or spec.carries_tool_result(body):
         return Content(deltas)  # nothing to call, or the agent ran it: the model answers
     name, schema = next(((n, p) for n, p in offered if n == tool), offered[0])
     calls = 2 if shape == "parallel_tool_calls" else 1

@@ -132,6 +132,8 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
 
     doc, bad = _parse_json(req.head.method, api, body)
     stream = bool(doc.get("stream")) if isinstance(doc, dict) else False
+    conv = conversation_of(api, doc) if bad is None and isinstance(doc, dict) else None
+    placed = _place(req, conv)
     plan = None
     source = req.reply_source
     if bad is None and isinstance(doc, dict) and source is None:
@@ -145,12 +147,12 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             reasoning_events=s.reasoning_events,
             dialect=s.dialect,
             tool=s.tool,
+            answered=_answered(req, placed),
         )
     expected = plan.expected_text if plan is not None else ""
     if source is not None:
         expected = source.expected_text(path)
-    conv = conversation_of(api, doc) if bad is None and isinstance(doc, dict) else None
-    lineage = add_record(stream, expected, len(body), conv)
+    lineage = add_record(stream, expected, len(body), conv, placed)
     record("request_read", bytes=len(body))
     if conv is not None and lineage is not None:
         record(
@@ -209,20 +211,16 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
     done = False
 
     def add(
-        stream: bool, expected: str, body_bytes: int, conv: Conversation | None = None
+        stream: bool,
+        expected: str,
+        body_bytes: int,
+        conv: Conversation | None = None,
+        lineage: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
         nonlocal done
         if done:
             return None
         done = True
-        lineage = None
-        if conv is not None:
-            earlier = [
-                (r.index, r.conversation, int(r.lineage["call"]))
-                for r in req.timeline.requests()
-                if r.conversation is not None and r.lineage is not None
-            ]
-            lineage = place(req.index, conv, earlier).to_dict()
         req.timeline.add_request(
             RequestRecord(
                 index=req.index,
@@ -243,6 +241,36 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
         return lineage
 
     return add
+
+
+def _place(req: Request, conv: Conversation | None) -> dict[str, Any] | None:
+    """The request's lineage among the LLM requests the server read before it (None: no
+    conversation read)."""
+    if conv is None:
+        return None
+    earlier = [
+        (r.index, r.conversation, int(r.lineage["call"]))
+        for r in req.timeline.requests()
+        if r.conversation is not None and r.lineage is not None
+    ]
+    return place(req.index, conv, earlier).to_dict()
+
+
+def _answered(req: Request, lineage: dict[str, Any] | None) -> bool:
+    """Does the request carry the model's earlier reply acted on, in a form the body alone
+    does not show (a text observation: the reply as an assistant turn, then a user turn)?
+    A continuation that appended both; a retry asks what its original asked."""
+    by_index = {r.index: r.lineage for r in req.timeline.requests()}
+    for _ in range(len(by_index) + 1):  # bounded: each step goes to an earlier request
+        if lineage is None:
+            return False
+        if lineage["kind"] == "continuation":
+            roles = [label.partition(":")[0] for label in lineage["appended"]]
+            return "assistant" in roles and roles[-1] in ("user", "tool")
+        if lineage["kind"] != "retry" or lineage["of"] is None:
+            return False
+        lineage = by_index.get(lineage["of"])
+    return False
 
 
 def _parse_json(method: str, api: str, body: bytes) -> tuple[Any, str | None]:

@@ -159,3 +159,33 @@ def test_a_text_observation_continues_and_another_prompt_is_new(server: FaultSer
     assert (b.lineage["kind"], b.lineage["of"]) == ("continuation", a.index)
     assert b.lineage["appended"] == ["assistant:text", "user:text"]
     assert c.lineage == {"kind": "new", "of": None, "call": c.index, "appended": []}
+
+
+def test_a_text_observation_of_a_tool_call_gets_the_final_answer_and_so_does_its_retry(
+    server: FaultServer,
+) -> None:
+    # smolagents 1.26.0's ToolCallingAgent (audit, 2026-12-06): the tool call goes back as
+    # an assistant text ("Calling tools: [...]"), its output as a user turn
+    # ("Observation: ..."), tools still offered; the server answered it with another
+    # tool call until the agent's step limit
+    server.load(script_from_dict({"reply": "tool_call", "events": 4}))
+    tools = tools_for_api([DEFAULT_TOOL_SPEC], "chat")
+    with _openai(server) as client:
+        first = client.chat.completions.create(model="m", messages=[USER], tools=tools)
+        [call] = first.choices[0].message.tool_calls or []
+        turns = [
+            USER,
+            {"role": "assistant", "content": f"Calling tools:\n[{call.model_dump()}]"},
+            {"role": "user", "content": f"Call id: {call.id}\nObservation:\nrecorded"},
+        ]
+        final = client.chat.completions.create(model="m", messages=turns, tools=tools)
+        # the same call asked again (a retry): the same answer
+        asked_again = client.chat.completions.create(model="m", messages=turns, tools=tools)
+        # a prompt that only repeats the user's words is no answer to act on
+        again = client.chat.completions.create(model="m", messages=[USER, USER], tools=tools)
+    for reply in (final, asked_again):
+        assert reply.choices[0].message.content and not reply.choices[0].message.tool_calls
+    a, b, c, d = server.requests()
+    assert b.lineage["appended"] == ["assistant:text", "user:text"]
+    assert (c.lineage["kind"], c.lineage["of"]) == ("retry", b.index)
+    assert again.choices[0].message.tool_calls and d.lineage["kind"] == "continuation"
