@@ -21,6 +21,7 @@ Phases as implemented:
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,7 +148,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             reasoning_events=s.reasoning_events,
             dialect=s.dialect,
             tool=s.tool,
-            answered=_answered(req, placed),
+            answered=_answered(req, placed, conv),
         )
     expected = plan.expected_text if plan is not None else ""
     if source is not None:
@@ -243,6 +244,11 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
     return add
 
 
+#: A tool call id the server issues (``call_<seed>_<n>``, every API), as an agent that
+#: writes its calls into the conversation as text echoes it.
+_CALL_ID = re.compile(r"call_[0-9a-f]{8}_[0-9]+")
+
+
 def _place(req: Request, conv: Conversation | None) -> dict[str, Any] | None:
     """The request's lineage among the LLM requests the server read before it (None: no
     conversation read)."""
@@ -256,17 +262,24 @@ def _place(req: Request, conv: Conversation | None) -> dict[str, Any] | None:
     return place(req.index, conv, earlier).to_dict()
 
 
-def _answered(req: Request, lineage: dict[str, Any] | None) -> bool:
-    """Does the request carry the model's earlier reply acted on, in a form the body alone
-    does not show (a text observation: the reply as an assistant turn, then a user turn)?
-    A continuation that appended both; a retry asks what its original asked."""
+def _answered(req: Request, lineage: dict[str, Any] | None, conv: Conversation | None) -> bool:
+    """Does the request carry the model's tool call acted on, in a form the body alone
+    does not show (a text observation: the call echoed as assistant text, then a user
+    turn)? A continuation that appended both; a retry asks what its original asked."""
     by_index = {r.index: r.lineage for r in req.timeline.requests()}
     for _ in range(len(by_index) + 1):  # bounded: each step goes to an earlier request
         if lineage is None:
             return False
         if lineage["kind"] == "continuation":
-            roles = [label.partition(":")[0] for label in lineage["appended"]]
-            return "assistant" in roles and roles[-1] in ("user", "tool")
+            # the server's tool call echoed as assistant text (its id), then the user's
+            # turn; a client asking the model to go on with a cut answer echoes no id
+            labels = list(lineage["appended"])
+            turns = conv.turns[len(conv.turns) - len(labels) :] if conv is not None else ()
+            echoed = any(
+                t.role == "assistant" and t.kind == "text" and _CALL_ID.search(str(t.key))
+                for t in turns[:-1]
+            )
+            return echoed and labels[-1:] == ["user:text"]
         if lineage["kind"] != "retry" or lineage["of"] is None:
             return False
         lineage = by_index.get(lineage["of"])

@@ -181,8 +181,14 @@ def test_a_text_observation_of_a_tool_call_gets_the_final_answer_and_so_does_its
         final = client.chat.completions.create(model="m", messages=turns, tools=tools)
         # the same call asked again (a retry): the same answer
         asked_again = client.chat.completions.create(model="m", messages=turns, tools=tools)
-        # a prompt that only repeats the user's words is no answer to act on
-        again = client.chat.completions.create(model="m", messages=[USER, USER], tools=tools)
+        # a client asking the model to go on with a cut answer (hermes's continuation)
+        # echoes no call: the model has acted on nothing and calls its tool
+        cut = [
+            USER,
+            {"role": "assistant", "content": "I will"},
+            {"role": "user", "content": "Go on."},
+        ]
+        again = client.chat.completions.create(model="m", messages=cut, tools=tools)
     for reply in (final, asked_again):
         assert reply.choices[0].message.content and not reply.choices[0].message.tool_calls
     a, b, c, d = server.requests()
