@@ -265,25 +265,22 @@ def _place(req: Request, conv: Conversation | None) -> dict[str, Any] | None:
 def _answered(req: Request, lineage: dict[str, Any] | None, conv: Conversation | None) -> bool:
     """Does the request carry the model's tool call acted on, in a form the body alone
     does not show (a text observation: the call echoed as assistant text, then a user
-    turn)? A continuation that appended both; a retry asks what its original asked."""
-    by_index = {r.index: r.lineage for r in req.timeline.requests()}
-    for _ in range(len(by_index) + 1):  # bounded: each step goes to an earlier request
-        if lineage is None:
-            return False
-        if lineage["kind"] == "continuation":
-            # the server's tool call echoed as assistant text (its id), then the user's
-            # turn; a client asking the model to go on with a cut answer echoes no id
-            labels = list(lineage["appended"])
-            turns = conv.turns[len(conv.turns) - len(labels) :] if conv is not None else ()
-            echoed = any(
-                t.role == "assistant" and t.kind == "text" and _CALL_ID.search(str(t.key))
-                for t in turns[:-1]
-            )
-            return echoed and labels[-1:] == ["user:text"]
-        if lineage["kind"] != "retry" or lineage["of"] is None:
-            return False
-        lineage = by_index.get(lineage["of"])
-    return False
+    turn)? A continuation that appended both; a retry asks what the request that began
+    its model call asked (``call``: the same turns, so ``conv`` serves both)."""
+    if lineage is not None and lineage["kind"] == "retry":
+        began = lineage["call"]
+        lineage = next((r.lineage for r in req.timeline.requests() if r.index == began), None)
+    if conv is None or lineage is None or lineage["kind"] != "continuation":
+        return False
+    # the server's tool call echoed as assistant text (its id), then the user's turn; a
+    # client asking the model to go on with a cut answer echoes no id
+    labels = list(lineage["appended"])
+    turns = conv.turns[len(conv.turns) - len(labels) :]
+    echoed = any(
+        t.role == "assistant" and t.kind == "text" and _CALL_ID.search(str(t.key))
+        for t in turns[:-1]
+    )
+    return echoed and labels[-1:] == ["user:text"]
 
 
 def _parse_json(method: str, api: str, body: bytes) -> tuple[Any, str | None]:
