@@ -31,6 +31,13 @@ def stream_events(client: httpx.Client, base_url: str) -> int:
     return n
 
 
+def stream_until_silent(base_url: str, *, read_s: float) -> None:
+    """Read a stream that goes silent: the client's read timeout must end it."""
+    with httpx.Client(timeout=httpx.Timeout(5, read=read_s)) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            stream_events(client, base_url)
+
+
 # --------------------------------------------------------------------------- parsing
 
 
@@ -92,11 +99,7 @@ def test_relay_backend_swallows_the_servers_fin_and_shows_close_wait() -> None:
     with FaultServer(script) as srv, network_backend(spec, server=srv) as net:
         assert net.base_url != srv.base_url and net.command_prefix == []
         net.arm(timeout=10)
-        with (
-            httpx.Client(timeout=httpx.Timeout(5, read=1.0)) as client,
-            pytest.raises(httpx.ReadTimeout),
-        ):
-            stream_events(client, net.base_url)
+        stream_until_silent(net.base_url, read_s=1.0)
         rows = net.events()
     assert any(r["kind"] == "swallowed" for r in rows)
     states = [r["states"] for r in rows if r["kind"] == "tcp"]
@@ -125,11 +128,7 @@ def test_a_relay_switched_at_the_request_is_in_place_before_the_reply_goes_on() 
 
         net._deferred[0] = (trigger, label, switch_once_held)
         net.arm(timeout=10)
-        with (
-            httpx.Client(timeout=httpx.Timeout(5, read=1.0)) as client,
-            pytest.raises(httpx.ReadTimeout),
-        ):
-            stream_events(client, net.base_url)
+        stream_until_silent(net.base_url, read_s=1.0)
         rows = net.events()
         held = [e for e in srv.timeline() if e.kind in ("held", "released")]
     assert [e.detail["n"] for e in held] == [0, 0]
@@ -144,11 +143,7 @@ def test_relay_backend_switches_to_hold_at_the_scripted_event() -> None:
     )
     with FaultServer(script) as srv, network_backend(spec, server=srv) as net:
         net.arm(timeout=10)
-        with (
-            httpx.Client(timeout=httpx.Timeout(5, read=1.5)) as client,
-            pytest.raises(httpx.ReadTimeout),
-        ):
-            stream_events(client, net.base_url)
+        stream_until_silent(net.base_url, read_s=1.5)
         rows = net.events()
     assert [r["detail"] for r in rows if r["kind"] == "mode"] == ["pass -> hold"]
 
@@ -165,11 +160,7 @@ def test_toxiproxy_backend_adds_a_deferred_timeout_toxic_at_the_scripted_event()
     )
     with FaultServer(script) as srv, network_backend(spec, server=srv) as net:
         net.arm(timeout=10)
-        with (
-            httpx.Client(timeout=httpx.Timeout(5, read=1.0)) as client,
-            pytest.raises(httpx.ReadTimeout),
-        ):
-            stream_events(client, net.base_url)
+        stream_until_silent(net.base_url, read_s=1.0)
         rows = net.events()
     assert [r["detail"] for r in rows if r["kind"] == "toxic_added"] == [
         "timeout[downstream]@event:2(timeout=0ms)"
