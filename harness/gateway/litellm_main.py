@@ -52,7 +52,8 @@ from harness import tcpstate
 from harness.foreground import stop_process
 from harness.gateway.fence import ANSWER, Fence
 from harness.gateway.legs import CLIENT_LEGS, DEFAULT_SAMPLE_INTERVAL_S, MAX_SAMPLES
-from harness.gateway.litellm_proxy import READY_MARKER, free_port, proxy_cli, proxy_config
+from harness.gateway.litellm_proxy import READY_MARKER, proxy_cli, proxy_config
+from harness.ports import named_port
 from harness.relay import Relay
 
 __all__ = ["main"]
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fence = Fence()  # the relay's upstream between jobs
     relay = Relay(upstream=fence.address, mode="pass")
     relay.start()
-    proxy_port = free_port()
+    proxy_port = named_port()  # the proxy binds it seconds later, after its imports
     scratch = tempfile.TemporaryDirectory(prefix="harness-litellm-")
     config = Path(scratch.name) / "config.yaml"
     config.write_text(json.dumps(proxy_config(relay.base_url)), encoding="utf-8")

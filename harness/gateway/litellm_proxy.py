@@ -52,7 +52,6 @@ __all__ = [
     "READY_MARKER",
     "Gateway",
     "GatewayError",
-    "free_port",
     "pool_dir",
     "proxy_cli",
     "proxy_config",
@@ -104,13 +103,6 @@ def proxy_config(api_base: str, *, api_key: str = UPSTREAM_API_KEY) -> dict[str,
         ],
         "general_settings": {"cancel_on_disconnect": True},
     }
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the proxy binds it by number)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class Gateway:

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from harness.faults.network.toxics import Toxic
 from harness.foreground import stop_process
+from harness.ports import named_port
 
 __all__ = [
     "DEFAULT_READY_TIMEOUT_S",
@@ -98,7 +99,7 @@ class ToxiproxyServer:
         _check_no_proxy_env(self.host)
         last = ""
         for _ in range(_START_ATTEMPTS):
-            self.port = _free_port(self.host)
+            self.port = named_port(self.host)
             last = self._start_once(binary)
             if not last:
                 return
@@ -307,12 +308,6 @@ def _api(host: str, port: int, fn: Callable[[Any, Any], _T]) -> _T:
             raise ToxiproxyError(
                 f"Toxiproxy API at {host}:{port} unreachable: {type(exc).__name__}"
             ) from exc
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _can_connect(host: str, port: int) -> bool:

@@ -19,7 +19,8 @@ import sys
 import pytest
 
 from harness.gateway.litellm_main import _await_proxy, _Drain, _Proxy
-from harness.gateway.litellm_proxy import Gateway, GatewayError, free_port
+from harness.gateway.litellm_proxy import Gateway, GatewayError
+from harness.ports import named_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,7 +59,7 @@ def test_the_startup_line_alone_is_not_ready_a_proxy_that_exits_before_binding_i
         "print('INFO:     Application startup complete.', flush=True)\nraise SystemExit(1)"
     )
     try:
-        failed = _await_proxy(_Drain(proxy), free_port())
+        failed = _await_proxy(_Drain(proxy), named_port())
         assert failed is not None
         assert "exited before it ran" in failed
         assert "Application startup complete" in failed

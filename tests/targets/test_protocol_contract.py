@@ -64,7 +64,7 @@ def run_child(name: str, job: dict[str, Any], *, timeout_s: float) -> list[dict[
         timeout=timeout_s,
         check=False,
     )
-    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert proc.returncode == 0, (proc.stderr + proc.stdout).decode()[-3000:]
     lines = proc.stdout.decode().splitlines()
     return [json.loads(line) for line in lines]  # a stray non-JSON line fails here
 
