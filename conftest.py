@@ -33,6 +33,8 @@ MARKERS = (
     "hermes: needs hermes-agent in .cache/hermes-venv (ci/setup installs it)",
     "sdk_matrix: transport tests run again under every supported openai SDK line",
     "own_venv: the code under test runs in its own virtualenv, not pytest's: never sdk_matrix",
+    "machinery: the runner's own bookkeeping, driven through an SDK client only as a "
+    "convenience: the same code under either SDK line, never sdk_matrix",
     "slow: takes more than a few seconds",
 )
 
@@ -42,6 +44,10 @@ MARKERS = (
 #: or a double that imports them). The runner's own machinery run on test doubles
 #: (forking, cgroups, leaks, lineage, hostile children) is the same code under either SDK
 #: line and runs once. tests/test_tiers.py checks runner/'s selection against that rule.
+#: Within those modules, a test marked ``machinery`` asserts the runner's own bookkeeping
+#: (child reuse, start-up throttles, result order, voids, loading a target by path) and
+#: uses its SDK client as any client would serve: it runs once; the catalog's cases
+#: repeat the clients themselves under openai 3.x.
 SDK_MATRIX_PATHS = (
     "client/",
     "runner/test_any_target.py",
@@ -126,7 +132,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     for item in items:
         rel = item.nodeid.split("tests/", 1)[-1]
-        if rel.startswith(SDK_MATRIX_PATHS) and item.get_closest_marker("own_venv") is None:
+        if rel.startswith(SDK_MATRIX_PATHS) and not any(
+            item.get_closest_marker(m) for m in ("own_venv", "machinery")
+        ):
             item.add_marker("sdk_matrix")
         if item.get_closest_marker("live") is not None and not env.live_enabled:
             item.add_marker(skip_live)

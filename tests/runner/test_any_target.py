@@ -120,6 +120,7 @@ def test_the_guarded_anthropic_sdk_follows_up_on_the_messages_api(server):
 
 
 @pytest.mark.slow
+@pytest.mark.machinery
 @pytest.mark.timeout(600)
 def test_out_of_tree_target_runs_the_whole_catalog_and_every_result_has_a_verdict(tmp_path):
     """Done-when of issue 11: a module:Class on PYTHONPATH, ``name`` unlike its path, no

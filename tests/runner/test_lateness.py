@@ -94,6 +94,7 @@ def _spin(stop: threading.Event) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("retries", [2, 0])
+@pytest.mark.machinery
 def test_a_deliberately_late_server_step_voids_the_case_instead_of_failing_the_client(
     monkeypatch, retries
 ):

@@ -152,6 +152,7 @@ def test_settings_validate_eagerly_and_floor_the_ceiling():
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.machinery
 def test_run_cases_in_parallel_returns_results_in_case_order():
     a = make("a_ok", {"openai-sdk": "ok"})
     b = make(
@@ -171,6 +172,7 @@ def test_run_cases_in_parallel_returns_results_in_case_order():
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.machinery
 def test_clean_child_is_reused_and_a_hung_one_is_not(monkeypatch):
     from harness import runner as runner_module
 
@@ -202,6 +204,7 @@ def test_clean_child_is_reused_and_a_hung_one_is_not(monkeypatch):
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.machinery
 def test_expected_hangs_wait_side_by_side_on_idle_lanes():
     hangs = [
         make(
@@ -227,6 +230,7 @@ def test_expected_hangs_wait_side_by_side_on_idle_lanes():
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.machinery
 def test_idle_lane_children_start_no_more_than_the_throttle_allows_at_once(monkeypatch):
     import threading
 
@@ -271,6 +275,7 @@ def test_idle_lane_children_start_no_more_than_the_throttle_allows_at_once(monke
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.machinery
 def test_workers_start_on_different_targets_and_reuse_their_children(monkeypatch):
     import threading
 
@@ -511,6 +516,7 @@ def test_attempt_killed_on_a_live_stream_is_a_false_kill_even_when_the_retry_suc
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.machinery
 def test_a_case_that_fails_before_its_call_kills_the_child_it_was_given():
     from harness.targets.runtime.process import TargetProcess
 
