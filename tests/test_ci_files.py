@@ -25,5 +25,11 @@ def test_every_built_in_target_is_gated_by_a_phase_of_ci() -> None:
 
     text = (ROOT / ".ci" / "run").read_text()
     phased = set(re.findall(r"^phase .*? -t (\S+)", text, flags=re.MULTILINE))
-    assert 'phase "main job: harness run" bash ci/harness run\n' in text
+    # the main job is the README's quickstart command, its JSON kept beside the others
+    assert 'phase "main job: harness run" bash ci/harness run --json reports/ci/main.json\n' in text
     assert set(registered_targets()) - set(DEFAULT_TARGETS) - phased == set()
+    # every run phase keeps its JSON report, each its own file (a later report diff's base)
+    runs = re.findall(r"^phase .*? bash ci/harness run\b.*$", text, flags=re.MULTILINE)
+    kept = [re.search(r"--json (reports/ci/\S+\.json)$", line) for line in runs]
+    assert all(kept), runs
+    assert len({m.group(1) for m in kept if m}) == len(runs)
