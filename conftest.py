@@ -52,6 +52,7 @@ SDK_MATRIX_PATHS = (
     "client/",
     "runner/test_any_target.py",
     "runner/test_call_ceiling.py",
+    "runner/test_carried_cut.py",
     "runner/test_case_isolation.py",
     "runner/test_causes.py",
     "runner/test_lateness.py",

@@ -31,6 +31,7 @@ from typing import Any
 from harness.apis import APIS
 from harness.case_result import CaseResult
 from harness.contract import Facts, contract_for, judge
+from harness.contract.carried import carried_cut
 from harness.contract.causes import (
     cause_chain,
     cut_by_peer,
@@ -84,6 +85,7 @@ def judge_case(
     attempts = None if child is None else child.claimed_attempts(calls=scenario.request.calls)
     made = call_requests(requests)
     outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
+    outcome = _hidden_cut(outcome, records)
     follow_up = None if child is None else child.follow_up
     # The job's own calls ended where the follow-up call started.
     end_t = None if child is None else child.end_t
@@ -256,6 +258,21 @@ def _hidden_false_kill(
         "false_kill",
         detail=f"the full reply came back, but only after {len(records)} requests for {calls} "
         f"call(s): an attempt on a live stream was killed and retried ({how})",
+    )
+
+
+def _hidden_cut(outcome: Outcome, records: Sequence[Any]) -> Outcome:
+    """An ``ok`` whose job went on from a cut reply: a later model call carried an earlier
+    one's cut reply as the model's whole turn (:func:`~harness.contract.carried.carried_cut`),
+    so the final answer was built on a partial one the client took as complete."""
+    if outcome.kind != "ok":
+        return outcome
+    why = carried_cut(records)
+    if why is None:
+        return outcome
+    return Outcome(
+        "truncated_as_complete",
+        detail=f"the final reply came back whole, but {why}: the cut reply was taken as complete",
     )
 
 

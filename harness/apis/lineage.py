@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "Conversation", "Lineage", "Turn", "place", "plain"]
+__all__ = ["KINDS", "Conversation", "Lineage", "Turn", "place", "plain", "said"]
 
 #: Lineage kinds, in the order :func:`place` tries them.
 KINDS = ("retry", "continuation", "new")
@@ -101,6 +101,20 @@ def plain(item: Any) -> Any:
     if isinstance(item, list | tuple):
         return [plain(v) for v in item]
     return item
+
+
+def said(item: Any) -> str:
+    """The text an item says, in any API's form: a string, an item's ``text``, or its
+    ``content`` (a string, or parts each with their own text: chat content parts,
+    Messages text blocks, Responses ``output_text``); "" where it says none."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        text = item.get("text")
+        return text if isinstance(text, str) else said(item.get("content"))
+    if isinstance(item, list | tuple):
+        return "".join(said(part) for part in item)
+    return ""
 
 
 def place(

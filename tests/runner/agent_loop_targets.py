@@ -37,3 +37,34 @@ class ToolLoopAgent(Target):
         finally:
             client.close()
         return CallResult(text=texts[-1], texts=tuple(texts))
+
+
+class FinalAnswerAgent(Target):
+    """An agent loop as smolagents' ToolCallingAgent ends one: the step's model call
+    streamed (the SDK takes a stream that simply ends as complete), then a non-streamed
+    final-answer call that carries the step's text as the assistant's turn."""
+
+    name = "final-answer-agent"
+    apis = ("chat",)
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        import openai
+
+        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
+
+        def turn() -> str:
+            messages = [dict(m) for m in job.messages]
+            stream = client.chat.completions.create(model=job.model, messages=messages, stream=True)
+            step = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+            messages += [
+                {"role": "assistant", "content": step},
+                {"role": "user", "content": "Now give your final answer."},
+            ]
+            final = client.chat.completions.create(model=job.model, messages=messages)
+            return final.choices[0].message.content or ""
+
+        try:
+            texts = run_calls(job, log, turn)
+        finally:
+            client.close()
+        return CallResult(text=texts[-1], texts=tuple(texts))

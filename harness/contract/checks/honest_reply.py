@@ -1,5 +1,6 @@
 """The ``honest_reply`` check: never a partial, different or error text returned as the
-reply.
+reply, nor a cut reply carried into the job's next model call as the model's whole turn
+(``harness.contract.carried``).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ class HonestReply(Check):
     by_outcome = True
     fails_when = (
         "a partial, different or error text came back as the reply (`truncated_as_complete`, "
-        "`wrong_content`, `error_as_reply`)"
+        "`wrong_content`, `error_as_reply`), or a cut reply went into the job's next model "
+        "call as the assistant's whole turn (`truncated_as_complete`)"
     )
     needs = (
-        "the reply text against the server's `expected_text`; whether the script's content "
-        "edits are visible to a client (`edit_excuses`)"
+        "the reply text against the server's `expected_text`; each continuation's carried "
+        "assistant text against the reply it continues (`harness/contract/carried.py`); "
+        "whether the script's content edits are visible to a client (`edit_excuses`)"
     )
     shown_in = "`outcome`, the reply text"
 
