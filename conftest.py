@@ -50,6 +50,7 @@ MARKERS = (
 #: repeat the clients themselves under openai 3.x.
 SDK_MATRIX_PATHS = (
     "client/",
+    "runner/test_answer_tool.py",
     "runner/test_any_target.py",
     "runner/test_call_ceiling.py",
     "runner/test_carried_cut.py",

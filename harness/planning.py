@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.environment import check_time_scale
 from harness.lateness import DEFAULT_VOID_RETRIES
@@ -242,6 +242,9 @@ def plan_case(
     cls = load_target(target)
     key = expect_as or expectation_key(target)
     speaks = scenario.api in cls.apis
+    if cls.answer_tool is not None and scenario.script.answer_tool is None:
+        script = replace(scenario.script, answer_tool=cls.answer_tool)
+        scenario = scenario.model_copy(update={"script": script})
     # Kernel timers (keepalive, RTO, TCP_USER_TIMEOUT) are real seconds, and a relay's own
     # latency does not shrink: such scenarios set (or imply) a floor for the time scale;
     # so does a target whose own deadlines are only as fine as its poll (hermes).

@@ -61,6 +61,9 @@ class Content:
     deltas: list[str]
     reasoning: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
+    #: The final answer a call of the answer tool carries (None: no such call): what the
+    #: job's caller gets back from the agent, so the reply's expected text.
+    answer: str | None = None
 
     @property
     def text(self) -> str:

@@ -209,6 +209,9 @@ class FaultScript:
     ``reasoning`` (``reasoning_events`` reasoning deltas, then the text); ``tool`` names
     the offered tool a tool call names (default: the first the request offers). ``dialect``
     shapes the healthy bytes like one real server (None: the API's reference shape).
+    ``answer_tool`` names the tool through which the model gives its final answer where a
+    request offers it (an agent framework's own, e.g. smolagents' ``final_answer``): the
+    text a reply would carry goes as one call of it instead, its first parameter the text.
     """
 
     rules: tuple[Rule, ...] = ()
@@ -224,6 +227,8 @@ class FaultScript:
     dialect: str | None = None
     #: The offered tool a tool-call reply names (None, or not offered: the first offered).
     tool: str | None = None
+    #: The offered tool the final answer is a call of (None, or not offered: text).
+    answer_tool: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(self.rules))
@@ -234,8 +239,10 @@ class FaultScript:
         n = self.reasoning_events
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10_000:
             raise FaultSpecError("reasoning_events", n, "a whole number 1..10000")
-        if self.tool is not None and (not isinstance(self.tool, str) or not self.tool):
-            raise FaultSpecError("tool", self.tool, "a tool's name or omitted")
+        for knob in ("tool", "answer_tool"):
+            value = getattr(self, knob)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise FaultSpecError(knob, value, "a tool's name or omitted")
         if self.content is not None and (not isinstance(self.content, str) or not self.content):
             raise FaultSpecError("content", self.content, "a non-empty string or omitted")
         if self.framing not in FRAMINGS:

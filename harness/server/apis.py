@@ -21,6 +21,11 @@ What a reply carries (``FaultScript.reply``)::
     parallel_tool_calls  two calls, ``events`` fragments each (text as above)
     reasoning            ``reasoning_events`` reasoning deltas, then ``events`` text deltas
 
+Where the script names an ``answer_tool`` the request offers (an agent framework's final
+answer tool), the text a reply would carry goes as one call of that tool instead, its
+first parameter the text in ``events`` fragments; the reply's expected text is that text
+(what the agent hands its caller). A tool-call reply never names the answer tool.
+
 What ``event:N`` counts (the counted units of a plan, in order; keep-alive comments,
 ``ping`` keep-alives from ``drip``/``keepalive_comment_s``, a dialect's comment lines and
 the inserts of payload faults are never counted)::
@@ -189,6 +194,7 @@ def plan_reply(
     dialect: str | None = None,
     tool: str | None = None,
     answered: bool = False,
+    answer_tool: str | None = None,
 ) -> ReplyPlan:
     """The healthy reply for ``api`` (``chat``, ``responses``, ``messages``) to ``body``;
     ``answered``: the conversation already acts on the model's reply in a form the body
@@ -205,6 +211,7 @@ def plan_reply(
         reasoning=reasoning_events,
         tool=tool,
         answered=answered,
+        answer_tool=answer_tool,
     )
     profile = dialect_for(dialect, api)
     given = BuildInput(body, carried, seed=seed, created=CREATED, dialect=profile)
@@ -216,8 +223,11 @@ def plan_reply(
         units = [u.replace(b"\n", newline) for u in units]
     keepalive = spec.keepalive_unit if stream else b" "
     prefix, suffix = spec.frame if stream else (b"", b"")
-    expected = carried.text + "".join(
-        render_tool_call(c.name, c.arguments) for c in carried.tool_calls
+    expected = (
+        carried.answer
+        if carried.answer is not None
+        else carried.text
+        + "".join(render_tool_call(c.name, c.arguments) for c in carried.tool_calls)
     )
     return ReplyPlan(
         api=api,
@@ -289,20 +299,24 @@ def _content(
     reasoning: int,
     tool: str | None = None,
     answered: bool = False,
+    answer_tool: str | None = None,
 ) -> Content:
     """What the reply carries for ``shape`` (``FaultScript.reply``), as a model would:
     a tool call only to a request that offers tools, naming one of them (``tool`` when
-    offered, else the first) with arguments valid against its schema; text after a
-    tool result (or a text observation: ``answered``), or when no tool is offered."""
+    offered, else the first but the answer tool) with arguments valid against its schema;
+    text after a tool result (or a text observation: ``answered``), or when no tool is
+    offered -- as a call of ``answer_tool`` where the request offers it."""
     deltas = reply_words(body, events=events, content=text, seed=seed)
-    if shape == "text":
-        return Content(deltas)
-    if shape == "reasoning":
-        return Content(deltas, reasoning=reasoning_deltas(seed, reasoning))
     offered = spec.offered_tools(body)
-    if not offered or answered or spec.carries_tool_result(body):
-        return Content(deltas)  # nothing to call, or the agent ran it: the model answers
-    name, schema = next(((n, p) for n, p in offered if n == tool), offered[0])
+    answering = next(((n, p) for n, p in offered if n == answer_tool), None)
+    reasons = reasoning_deltas(seed, reasoning) if shape == "reasoning" else []
+    work = [(n, p) for n, p in offered if n != answer_tool]
+    if shape in ("text", "reasoning") or not work or answered or spec.carries_tool_result(body):
+        # nothing to call, or the agent ran it: the model answers
+        if answering is None:
+            return Content(deltas, reasoning=reasons)
+        return _answer_call(answering, "".join(deltas), seed, events, reasons)
+    name, schema = next(((n, p) for n, p in work if n == tool), work[0])
     calls = 2 if shape == "parallel_tool_calls" else 1
     tool_calls = []
     for i in range(calls):
@@ -311,6 +325,19 @@ def _content(
             ToolCall(f"call_{seed[:8]}_{i}", name, args, tuple(fragments(args, events)))
         )
     return Content([], tool_calls=tool_calls)
+
+
+def _answer_call(
+    answering: tuple[str, Any], answer: str, seed: str, events: int, reasoning: list[str]
+) -> Content:
+    """The final answer as one call of the answer tool: its first parameter (``answer``
+    when its schema names none) is the text, in ``events`` fragments."""
+    name, schema = answering
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    param = next(iter(props), "answer") if isinstance(props, Mapping) and props else "answer"
+    args = json.dumps({param: answer}, ensure_ascii=False)
+    call = ToolCall(f"call_{seed[:8]}_0", name, args, tuple(fragments(args, events)))
+    return Content([], reasoning=reasoning, tool_calls=[call], answer=answer)
 
 
 def _dumps(doc: Any) -> bytes:

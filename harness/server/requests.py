@@ -149,6 +149,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             dialect=s.dialect,
             tool=s.tool,
             answered=_answered(req, placed, conv),
+            answer_tool=s.answer_tool,
         )
     expected = plan.expected_text if plan is not None else ""
     if source is not None:

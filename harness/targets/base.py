@@ -240,6 +240,10 @@ class Target(ABC):
     #: False: no connection survives between its calls (a process per call); a fault on
     #: a pooled connection is ``not_applicable`` for it.
     pools_connections: ClassVar[bool] = True
+    #: The tool its agent takes the model's final answer from (smolagents' ``final_answer``):
+    #: where a request offers it, the server answers with a call of it carrying the text
+    #: (the scenario's ``answer_tool`` when it names one). None: a text reply.
+    answer_tool: ClassVar[str | None] = None
     #: The interpreter the child runs in (e.g. another virtualenv's ``bin/python``);
     #: None: the harness's own. The harness's child runtime is stdlib-only and comes
     #: from ``PYTHONPATH``, so that venv needs only the client (``harness.targets.runtime.preflight``

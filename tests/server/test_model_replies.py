@@ -165,6 +165,65 @@ def test_the_tool_knob_is_validated() -> None:
     assert script_from_dict({"reply": "tool_call", "tool": "search"}).tool == "search"
     with pytest.raises(FaultSpecError, match="tool"):
         script_from_dict({"reply": "tool_call", "tool": ""})
+    assert script_from_dict({"answer_tool": "final_answer"}).answer_tool == "final_answer"
+    with pytest.raises(FaultSpecError, match="answer_tool"):
+        script_from_dict({"answer_tool": 3})
+
+
+#: An agent framework's own tool for the final answer (smolagents' ``final_answer``).
+FINAL = {
+    "name": "final_answer",
+    "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+@pytest.mark.parametrize("shape", ["text", "reasoning"])
+def test_an_offered_answer_tool_carries_the_text_reply_and_the_text_is_expected(api, shape):
+    body = _body(api, [FINAL, SEARCH])
+    text = plan_reply(api, _body(api, None), events=4, shape=shape).expected_text
+    plan = plan_reply(api, body, events=4, shape=shape, answer_tool="final_answer")
+    # the text a reply would carry, as the answer tool's one argument, in fragments
+    assert "tool_args" in plan.kinds and "text" not in plan.kinds
+    assert plan.kinds.count("tool_args") == 4 and plan.tool_calls == 1
+    assert plan.expected_text == text  # what the agent hands its caller
+    streamed = b"".join(plan.units).decode()
+    assert "final_answer" in streamed and "search" not in streamed
+    if shape == "reasoning":
+        assert "reasoning" in "".join(plan.kinds)
+    # not offered: the text reply, as without the knob
+    plain = plan_reply(api, _body(api, [SEARCH]), events=4, shape=shape, answer_tool="final_answer")
+    assert "text" in plain.kinds and plain.expected_text == text
+
+
+@pytest.mark.parametrize(
+    ("api", "result"),
+    [
+        ("chat", {"role": "tool", "tool_call_id": "c", "content": "ok"}),
+        ("responses", {"type": "function_call_output", "call_id": "c", "output": "ok"}),
+        ("messages", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c"}]}),
+    ],
+)
+def test_an_agent_loop_calls_its_work_tool_then_answers_through_the_answer_tool(api, result):
+    offered = [FINAL, SEARCH]  # the answer tool first: a tool call still names the other
+    plan = plan_reply(
+        api, _body(api, offered), events=3, shape="tool_call", answer_tool="final_answer"
+    )
+    [(name, args)] = _calls(plan)
+    assert name == "search"
+    _valid(args, SEARCH["parameters"])
+    turns = [{"role": "user", "content": "x"}, result]
+    after = plan_reply(
+        api, _body(api, offered, turns), events=3, shape="tool_call", answer_tool="final_answer"
+    )
+    assert after.tool_calls == 1 and "text" not in after.kinds
+    assert "<tool_call" not in after.expected_text and after.expected_text
+    # offered nothing but the answer tool: the model answers through it at once
+    only = plan_reply(
+        api, _body(api, [FINAL]), events=3, shape="tool_call", answer_tool="final_answer"
+    )
+    assert only.tool_calls == 1 and "text" not in only.kinds
+    assert only.expected_text and "<tool_call" not in only.expected_text
 
 
 _leaf = st.sampled_from(
