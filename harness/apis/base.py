@@ -129,7 +129,8 @@ class Api:
         parameters}}``, Responses ``{type: function, name, parameters}``, Anthropic
         ``{name, input_schema}``."""
         out = []
-        for tool in body.get("tools") or ():
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list | tuple) else ():  # a body may say anything
             if not isinstance(tool, Mapping):
                 continue
             fn = tool.get("function")

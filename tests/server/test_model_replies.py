@@ -255,3 +255,14 @@ _schema = st.recursive(
 def test_generated_arguments_are_valid_for_any_schema(props: dict[str, Any]) -> None:
     schema = {"type": "object", "properties": props, "required": sorted(props)}
     _valid(json.loads(schema_arguments(schema, "seed", 0, words=3)), schema)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+@pytest.mark.parametrize("tools", [5, "search", {"name": "search"}, None])
+def test_a_tools_field_that_is_not_a_list_offers_nothing(api: str, tools: Any) -> None:
+    # every request's offered tools are read (an answer tool may be among them): a body
+    # may say anything, and one that offers no list gets the text answer, never an error
+    body = {**_body(api, None), "tools": tools}
+    for shape in ("text", "tool_call"):
+        plan = plan_reply(api, body, events=3, shape=shape, answer_tool="final_answer")
+        assert "text" in plan.kinds and "<tool_call" not in plan.expected_text
