@@ -1,11 +1,67 @@
-"""An agent for the per-model-call ceiling tests (imported in the child as
-``runner.agent_loop_targets``): the real OpenAI SDK, one tool, a tool call answered with
-its result in a second model call (chat ``role: tool``), as docs/targets.md's agent does."""
+"""Agents on the real OpenAI SDK (imported in the child as ``runner.agent_loop_targets``):
+
+- ``ToolLoopAgent``: one tool, a tool call answered with its result in the next model
+  call (chat ``role: tool``), as docs/targets.md's agent does (the per-model-call ceiling
+  tests);
+- ``FinalAnswerAgent``: smolagents' final-answer shape, a streamed step carried into a
+  non-streamed final call (a cut reply carried on);
+- ``AnswerToolAgent``: an agent whose final answer is a call of its own tool
+  (``Target.answer_tool``).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import openai
+
 from harness.replies import tools_for_api
 from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+
+#: The answer tool of ``AnswerToolAgent``, as smolagents offers its ``final_answer``.
+FINAL_ANSWER = {
+    "name": "final_answer",
+    "description": "Give the final answer to the task.",
+    "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}},
+}
+
+
+def _on_one_client(
+    job: Job, log: EventLog, turn: Callable[[Any], str], details: Mapping[str, Any] | None = None
+) -> CallResult:
+    """Each call of the job is ``turn(client)`` on one OpenAI client (no SDK retries)."""
+    client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
+    try:
+        texts = run_calls(job, log, lambda: turn(client))
+    finally:
+        client.close()
+    return CallResult(text=texts[-1], texts=tuple(texts), details=dict(details or {}))
+
+
+def _tool_loop(
+    client: Any, job: Job, tools: Sequence[Any], answered_by: list[str], answer_tool: str = ""
+) -> str:
+    """Model calls until one answers: with text, or with a call of ``answer_tool``
+    (its ``answer``); every other tool call is answered "saved". ``answered_by`` gets
+    what each call's reply was: the tools it called, or "text"."""
+    messages = [dict(m) for m in job.messages]
+    for _ in range(4):
+        reply = client.chat.completions.create(
+            model=job.model, messages=messages, tools=tools, stream=False
+        )
+        message = reply.choices[0].message
+        answered_by.extend(tc.function.name for tc in message.tool_calls or ())
+        if not message.tool_calls:
+            answered_by.append("text")
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for tc in message.tool_calls:
+            if tc.function.name == answer_tool:
+                return str(json.loads(tc.function.arguments)["answer"])
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": "saved"})
+    raise RuntimeError("no final answer after 4 model calls")
 
 
 class ToolLoopAgent(Target):
@@ -13,30 +69,8 @@ class ToolLoopAgent(Target):
     apis = ("chat",)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        import openai
-
         tools = tools_for_api(job.tools, "chat")
-        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
-
-        def turn() -> str:
-            messages = [dict(m) for m in job.messages]
-            for _ in range(4):
-                reply = client.chat.completions.create(
-                    model=job.model, messages=messages, tools=tools, stream=False
-                )
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    return message.content or ""
-                messages.append(message.model_dump(exclude_none=True))
-                for tc in message.tool_calls:
-                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": "saved"})
-            raise RuntimeError("no final answer after 4 model calls")
-
-        try:
-            texts = run_calls(job, log, turn)
-        finally:
-            client.close()
-        return CallResult(text=texts[-1], texts=tuple(texts))
+        return _on_one_client(job, log, lambda client: _tool_loop(client, job, tools, []))
 
 
 class FinalAnswerAgent(Target):
@@ -48,11 +82,7 @@ class FinalAnswerAgent(Target):
     apis = ("chat",)
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        import openai
-
-        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
-
-        def turn() -> str:
+        def turn(client: Any) -> str:
             messages = [dict(m) for m in job.messages]
             stream = client.chat.completions.create(model=job.model, messages=messages, stream=True)
             step = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
@@ -63,11 +93,7 @@ class FinalAnswerAgent(Target):
             final = client.chat.completions.create(model=job.model, messages=messages)
             return final.choices[0].message.content or ""
 
-        try:
-            texts = run_calls(job, log, turn)
-        finally:
-            client.close()
-        return CallResult(text=texts[-1], texts=tuple(texts))
+        return _on_one_client(job, log, turn)
 
 
 class AnswerToolAgent(Target):
@@ -80,40 +106,11 @@ class AnswerToolAgent(Target):
     answer_tool = "final_answer"
 
     def call(self, job: Job, log: EventLog) -> CallResult:
-        import json
-
-        import openai
-
-        final = {
-            "name": "final_answer",
-            "description": "Give the final answer to the task.",
-            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}},
-        }
-        tools = [*tools_for_api(job.tools, "chat"), *tools_for_api((final,), "chat")]
-        client = openai.OpenAI(base_url=job.base_url, api_key=job.api_key, max_retries=0)
-        answered_by: list[str] = []  # per model call: the tool it called, or "text"
-
-        def turn() -> str:
-            messages = [dict(m) for m in job.messages]
-            for _ in range(4):
-                reply = client.chat.completions.create(
-                    model=job.model, messages=messages, tools=tools, stream=False
-                )
-                message = reply.choices[0].message
-                answered_by.extend(tc.function.name for tc in message.tool_calls or ())
-                if not message.tool_calls:
-                    answered_by.append("text")
-                    return message.content or ""
-                messages.append(message.model_dump(exclude_none=True))
-                for tc in message.tool_calls:
-                    if tc.function.name == "final_answer":
-                        return str(json.loads(tc.function.arguments)["answer"])
-                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": "saved"})
-            raise RuntimeError("no final answer after 4 model calls")
-
-        try:
-            texts = run_calls(job, log, turn)
-        finally:
-            client.close()
-        details = {"answered_by": answered_by}
-        return CallResult(text=texts[-1], texts=tuple(texts), details=details)
+        tools = [*tools_for_api(job.tools, "chat"), *tools_for_api((FINAL_ANSWER,), "chat")]
+        answered_by: list[str] = []  # per model call: the tools it called, or "text"
+        return _on_one_client(
+            job,
+            log,
+            lambda client: _tool_loop(client, job, tools, answered_by, "final_answer"),
+            {"answered_by": answered_by},
+        )
