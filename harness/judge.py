@@ -85,7 +85,7 @@ def judge_case(
     attempts = None if child is None else child.claimed_attempts(calls=scenario.request.calls)
     made = call_requests(requests)
     outcome = _hidden_false_kill(outcome, scenario, records, observed.timeline, attempts)
-    outcome = _hidden_cut(outcome, records)
+    outcome = _hidden_cut(outcome, requests)
     follow_up = None if child is None else child.follow_up
     # The job's own calls ended where the follow-up call started.
     end_t = None if child is None else child.end_t
@@ -261,13 +261,13 @@ def _hidden_false_kill(
     )
 
 
-def _hidden_cut(outcome: Outcome, records: Sequence[Any]) -> Outcome:
+def _hidden_cut(outcome: Outcome, requests: Sequence[Request]) -> Outcome:
     """An ``ok`` whose job went on from a cut reply: a later model call carried an earlier
     one's cut reply as the model's whole turn (:func:`~harness.contract.carried.carried_cut`),
     so the final answer was built on a partial one the client took as complete."""
     if outcome.kind != "ok":
         return outcome
-    why = carried_cut(records)
+    why = carried_cut(requests)
     if why is None:
         return outcome
     return Outcome(

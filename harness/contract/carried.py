@@ -9,7 +9,8 @@ came back whole. Claims nothing where the assistant turn ends the conversation (
 prefill: the model is asked to go on from it) or where its text is not a prefix of the
 reply (rewritten, annotated, or whole).
 
-Pure: the server's request records (each one's conversation and lineage), no clock.
+Pure: the server's request records, typed (``harness.contract.observation.Request``:
+each one's conversation and lineage), no clock.
 
 Not here: placing requests in their conversation (``harness.apis.lineage``), the outcome
 it changes (``harness.judge``).
@@ -17,41 +18,33 @@ it changes (``harness.judge``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from harness.apis.lineage import said
+from harness.contract.observation import Request
 
 __all__ = ["carried_cut"]
 
 
-def carried_cut(records: Sequence[Any]) -> str | None:
-    """How a continuation carried an earlier request's cut reply as whole (None: none did).
-    ``records`` are the server's LLM request records, conversation attached."""
-    by_index = {int(_get(r, "index")): r for r in records}
-    for record in records:
-        lineage = _get(record, "lineage")
-        conv = _get(record, "conversation")
-        if not isinstance(lineage, Mapping) or lineage.get("kind") != "continuation":
+def carried_cut(requests: Sequence[Request]) -> str | None:
+    """How a continuation carried an earlier request's cut reply as whole (None: none did)."""
+    by_index = {q.index: q for q in requests}
+    for q in requests:
+        lineage, conv = q.lineage, q.conversation
+        if lineage is None or lineage.kind != "continuation" or conv is None:
             continue
-        earlier = by_index.get(lineage.get("of"))  # type: ignore[arg-type]
-        meant = str(_get(earlier, "expected_text") or "").strip() if earlier is not None else ""
-        if conv is None or not meant:
+        earlier = by_index.get(lineage.of) if lineage.of is not None else None
+        meant = (earlier.expected_text or "").strip() if earlier is not None else ""
+        if earlier is None or not meant:
             continue
-        appended = conv.turns[len(conv.turns) - len(lineage.get("appended") or ()) :]
+        appended = conv.turns[len(conv.turns) - len(lineage.appended) :]
         for turn in appended[:-1]:  # the last one: a prefill, or the newest prompt
             if turn.role != "assistant" or turn.kind != "text":
                 continue
             got = said(turn.key).strip()
             if got and got != meant and meant.startswith(got):
                 return (
-                    f"request {_get(record, 'index')} carried request {_get(earlier, 'index')}'s "
-                    f"reply cut at {len(got)} of {len(meant)} characters as the model's whole turn"
+                    f"request {q.index} carried request {earlier.index}'s reply cut at "
+                    f"{len(got)} of {len(meant)} characters as the model's whole turn"
                 )
     return None
-
-
-def _get(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.apis.lineage import Conversation
 from harness.outcome import NOT_RUN
 
 __all__ = ["ChildReport", "FollowUp", "Lineage", "Request", "requests_of"]
@@ -125,17 +126,22 @@ class ChildReport:
 @dataclass(frozen=True)
 class Lineage:
     """Where a request stands in the conversation (``harness.apis.lineage``): ``new``,
-    ``continuation`` (of request ``of``) or ``retry`` of model call ``call``."""
+    ``continuation`` (of request ``of``, with the turns it ``appended``) or ``retry`` of
+    model call ``call``."""
 
     kind: str | None = None
     of: int | None = None
     call: int | None = None
+    appended: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, raw: Any) -> Lineage | None:
         if not isinstance(raw, Mapping):
             return None
-        return cls(kind=_text(raw.get("kind")), of=raw.get("of"), call=raw.get("call"))
+        appended = tuple(str(a) for a in raw.get("appended") or ())
+        return cls(
+            kind=_text(raw.get("kind")), of=raw.get("of"), call=raw.get("call"), appended=appended
+        )
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,9 @@ class Request:
     fault: str | None = None
     expected_text: str | None = None
     lineage: Lineage | None = None
+    #: The conversation its body carried (``harness.apis.lineage``), on a live record only
+    #: (a report's JSON drops it).
+    conversation: Conversation | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, record: Any) -> Request:
@@ -161,6 +170,7 @@ class Request:
             fault=getattr(record, "fault", None),
             expected_text=getattr(record, "expected_text", None),
             lineage=Lineage.parse(getattr(record, "lineage", None)),
+            conversation=getattr(record, "conversation", None),
         )
 
 

@@ -17,6 +17,7 @@ import pytest
 from harness.apis import api_for
 from harness.apis.lineage import place
 from harness.contract.carried import carried_cut
+from harness.contract.observation import requests_of
 from harness.runner import RunSettings, run_case
 from harness.scenario import load_catalog
 
@@ -73,7 +74,7 @@ def _responses(text: str) -> list[dict[str, Any]]:
     [("chat", _chat(CUT)), ("messages", _messages(CUT)), ("responses", _responses(CUT))],
 )
 def test_a_continuation_carrying_a_cut_reply_in_any_api_s_form_is_named(api, bodies):
-    why = carried_cut(_records(api, bodies))
+    why = carried_cut(requests_of(_records(api, bodies)))
     assert why == (
         f"request 1 carried request 0's reply cut at {len(CUT)} of {len(MEANT)} characters "
         "as the model's whole turn"
@@ -92,7 +93,7 @@ def test_a_continuation_carrying_a_cut_reply_in_any_api_s_form_is_named(api, bod
     ids=["whole", "whitespace", "prefill", "rewritten", "empty"],
 )
 def test_a_whole_reply_a_prefill_or_a_rewritten_text_claims_nothing(bodies):
-    assert carried_cut(_records("chat", bodies)) is None
+    assert carried_cut(requests_of(_records("chat", bodies))) is None
 
 
 def _settings() -> RunSettings:
