@@ -100,7 +100,15 @@ def judge_case(
     # A fault that never fired (or calls never made) judges nothing: read from the
     # server's records and the timeline, never from what the target says it did.
     not_exercised = (
-        unreached(scenario, records, observed.timeline, outcome_kind=outcome.kind) if ran else None
+        unreached(
+            scenario,
+            records,
+            observed.timeline,
+            outcome_kind=outcome.kind,
+            time_scale=time_scale,
+        )
+        if ran
+        else None
     )
     chain = cause_chain(report) if outcome.kind != "ok" else ()
     facts = Facts(

@@ -81,9 +81,11 @@ def unreached(
     timeline: Sequence[Mapping[str, Any]],
     *,
     outcome_kind: str,
+    time_scale: float = 1.0,
 ) -> str | None:
     """Why this case did not exercise its scenario (None: it did). ``records`` are the
-    LLM request records, ``timeline`` the server's and the network path's events."""
+    LLM request records, ``timeline`` the server's and the network path's events; a
+    record names its rule as the server ran it, at the case's ``time_scale``."""
     if outcome_kind not in REACHABLE_KINDS:
         return None
     calls = int(scenario.request.calls)
@@ -96,7 +98,7 @@ def unreached(
         return "the client made no request the server read"
     rules = list(scenario.script.rules)
     for rule in rules:
-        why = _why_not(rule, records, n)
+        why = _why_not(rule, records, n, time_scale=time_scale)
         if why:
             return why
     if not rules:
@@ -145,7 +147,7 @@ def _reactive_mode(detail: str) -> bool:
     return mode is not None and mode.flowing
 
 
-def _why_not(rule: Any, records: Sequence[Any], n: int) -> str | None:
+def _why_not(rule: Any, records: Sequence[Any], n: int, *, time_scale: float) -> str | None:
     match = rule.match
     if match.attempts is not None and n < min(match.attempts):
         first = min(match.attempts)
@@ -162,7 +164,8 @@ def _why_not(rule: Any, records: Sequence[Any], n: int) -> str | None:
         return "every call was a new connection; nothing was pooled"
     if pooled_rule and n <= 1:
         return f"the rule matches a reused connection; the client made {_requests(n)}"
-    matched = [r for r in records if _get(r, "fault") == str(rule.fault)]
+    served = str(rule.fault.scaled(time_scale))
+    matched = [r for r in records if _get(r, "fault") == served]
     if matched:
         return (
             f"the rule matched request {_get(matched[0], 'index')} but its phase "

@@ -80,6 +80,29 @@ def test_a_rule_with_durations_records_the_request_it_matched_at_the_cases_scale
 
 
 @pytest.mark.timeout(60)
+def test_a_rule_with_durations_whose_phase_never_came_says_so_at_the_cases_scale(server):
+    # The stream ends before event 99: the rule matched request 1 (recorded scaled), so
+    # the reason names that request and the phase, not "the scripted fault never fired".
+    s = make(
+        "drip_past_the_end",
+        script={
+            "rules": [
+                {
+                    "match": {"attempts": 1},
+                    "fault": {"phase": "event:99", "action": "drip", "interval_s": 1.0},
+                }
+            ]
+        },
+    )
+    result = run_case(s, "reference", server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.verdict == "not_exercised", (result.verdict, result.not_exercised)
+    assert result.not_exercised == (
+        "the rule matched request 1 but its phase event:99 never came (the exchange ended first)"
+    )
+
+
+@pytest.mark.timeout(60)
 def test_a_target_that_makes_one_of_three_calls_is_not_exercised(server):
     s = make("three_calls", request={"calls": 3})
     result = run_case(
