@@ -78,11 +78,7 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         console.print(
             f"[bold]{t.target}[/]: [green]{c['pass']} pass[/], [yellow]{c['safe']} safe[/], "
             f"[red]{c['fail']} fail[/]"
-            + (
-                f", {c['n/a'] + c['skipped'] + c['?']} not run"
-                if t.cases > c["pass"] + c["safe"] + c["fail"]
-                else ""
-            )
+            + (f", {t.not_run} not run" if t.cases > c["pass"] + c["safe"] + c["fail"] else "")
             + f" in {t.run_s:.1f} s"
         )
     for path in paths.values():

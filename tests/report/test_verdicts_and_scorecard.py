@@ -178,3 +178,20 @@ def test_an_executed_cut_tool_call_names_its_failed_check_in_console_and_markdow
     assert "executed_truncated_tool_call" in text and "no_truncated_tool_execution" in text
     md = render_markdown([executed])
     assert "`executed_truncated_tool_call`, failed checks: `no_truncated_tool_execution`" in md
+
+
+def test_a_target_that_did_not_start_gets_a_cell_of_its_own_counted_as_not_run(tmp_path):
+    # It showed "?" (no verdict in the report), as if the report were an old one.
+    never = with_verdict(
+        case(kind="did_not_start", expected="", error=None, elapsed_s=None, latency_s=None),
+        "not_run",
+    )
+    card = build_scorecard([never])
+    cell = card.cell("chat_mid_stream_stall", "reference")
+    assert cell.verdict == "did_not_start" and cell_text(cell) == "did not start"
+    (totals,) = card.totals
+    assert totals.counts["did_not_start"] == 1 and totals.counts["?"] == 0
+    assert totals.not_run == 1
+    paths = write_scorecard(tmp_path / "out", card)
+    assert "⛔ did not start: the target never reached the wire" in paths["md"].read_text()
+    assert 'class="v did_not_start"' in paths["html"].read_text()

@@ -10,10 +10,11 @@ A cell's *verdict* is the scenario contract's judgement of the case (``pass``: t
 complete answer with every check clean; ``safe``: bounded, a clean typed error, the
 required checks clean; ``fail``: anything else, with the failed checks named), read from
 ``CaseResult.verdict`` / ``failed_checks``. Cases that did not run are shown and counted
-apart, as ``n/a`` (the target does not speak the scenario's API) and ``skipped`` (a
-tier's prerequisite is missing); a case that ran but never met its fault is counted
-apart too, as ``not_exercised`` (``harness.contract.reach``), although the contract's verdict on them is ``fail``
-(``not_applicable`` / ``not_run``); a result without a verdict shows ``?``.
+apart, as ``n/a`` (the target does not speak the scenario's API), ``skipped`` (a tier's
+prerequisite is missing) and ``did_not_start`` (the target never reached the wire); a
+case that ran but never met its fault is counted apart too, as ``not_exercised``
+(``harness.contract.reach``); a result without a verdict shows ``?``. The kinds of cell,
+with their marks and colours, are one table: ``harness.report.scorecard.cells``.
 
 Run time per target is the wall time of its run when the command measured it, else the
 sum of its cases' times (a hung case counts its ceiling).
@@ -27,7 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.outcome import NOT_RUN
 from harness.report.common import fmt_seconds, target_label
+from harness.report.scorecard.cells import CELL_KINDS, KIND, NOT_RUN_CELLS, VERDICTS
 
 __all__ = [
     "NO_VERDICT",
@@ -39,10 +42,9 @@ __all__ = [
     "cell_text",
 ]
 
-#: The contract's verdicts, best first.
-VERDICTS = ("pass", "safe", "fail")
-#: Cells without a verdict: not run (n/a, skipped) or from a report without verdicts.
-NO_VERDICT = ("n/a", "skipped", "?", "not_exercised")
+#: Cells without a verdict: not run (n/a, skipped, did not start), not exercised, or
+#: from a report without verdicts (harness.report.scorecard.cells).
+NO_VERDICT = tuple(k.name for k in CELL_KINDS if k.name not in VERDICTS)
 DEFAULT_TITLE = "Transport fault scorecard"
 
 
@@ -75,7 +77,7 @@ class TargetTotals:
     @property
     def not_run(self) -> int:
         """Cases with no verdict: the target does not speak the API, skipped, unknown."""
-        return self.counts.get("n/a", 0) + self.counts.get("skipped", 0) + self.counts.get("?", 0)
+        return sum(self.counts.get(v, 0) for v in NOT_RUN_CELLS)
 
     @property
     def not_exercised(self) -> int:
@@ -176,8 +178,8 @@ def verdict_of(result: Any) -> str:
     kind = result.outcome.kind
     if kind == "not_applicable":
         return "n/a"
-    if kind == "skipped":
-        return "skipped"
+    if kind in NOT_RUN:  # skipped, did_not_start: the cell is named for why
+        return kind
     verdict = getattr(result, "verdict", None)
     if verdict == "not_exercised":
         return verdict
@@ -186,8 +188,8 @@ def verdict_of(result: Any) -> str:
 
 def cell_text(cell: Cell, *, limit: int = 0) -> str:
     """What a grid cell says: the outcome, and for a fail the first failed check."""
-    if cell.verdict in ("n/a", "skipped"):
-        return cell.verdict
+    if KIND[cell.verdict].bare:
+        return cell.verdict.replace("_", " ")
     text = cell.outcome
     if text.startswith("error(") and text.rstrip("↻").endswith(")"):
         text = text[len("error(") :].replace(")", "", 1)
@@ -201,7 +203,7 @@ def cell_text(cell: Cell, *, limit: int = 0) -> str:
 
 
 def _case_s(result: Any) -> float:
-    if result.outcome.kind in ("not_applicable", "skipped"):  # never ran
+    if result.outcome.kind in NOT_RUN:  # never ran
         return 0.0
     if result.elapsed_s is not None:
         return float(result.elapsed_s)

@@ -9,7 +9,7 @@ from html import escape
 
 from harness.report.common import target_label
 from harness.report.scorecard import Cell, Scorecard, cell_text
-from harness.report.scorecard.picture import COLOURS
+from harness.report.scorecard.cells import COLOURS
 
 __all__ = ["render_html"]
 

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from harness.report.common import target_label
 from harness.report.scorecard import Cell, Scorecard
+from harness.report.scorecard.cells import CELL_KINDS, KIND, MARKS
 
-__all__ = ["MARKS", "render_markdown"]
+__all__ = ["render_markdown"]
 
-MARKS = {
-    "pass": "✅",
-    "safe": "🟡",
-    "fail": "❌",
-    "n/a": "➖",
-    "skipped": "⏭️",
-    "?": "❔",
-    "not_exercised": "🔘",
-}
+#: The legend above the tables: every kind of cell a report with verdicts can show.
+LEGEND = " · ".join(f"{k.mark} {k.legend}" for k in CELL_KINDS if k.name != "?")
 
 
 def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
@@ -23,10 +17,7 @@ def render_markdown(scorecard: Scorecard, *, picture: str | None = None) -> str:
     if picture:
         lines += [f"![{scorecard.title}]({picture})", ""]
     lines += [
-        "✅ pass: the complete answer, every check clean · 🟡 safe: bounded, a clean typed "
-        "error, the required checks clean · ❌ fail: anything else (failed checks named) · "
-        "➖ n/a: the target does not speak the API · ⏭️ skipped: a tier's prerequisite is "
-        "missing · 🔘 not exercised: the case ran, its fault never fired",
+        LEGEND,
         "",
         "| target | pass | safe | fail | not run | not exercised | run time |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -50,7 +41,7 @@ def _cell(cell: Cell | None) -> str:
     if cell is None:
         return ""
     mark = MARKS.get(cell.verdict, "❔")
-    if cell.verdict in ("n/a", "skipped"):
+    if KIND[cell.verdict].bare:
         return mark
     text = f"{mark} `{cell.outcome}`"
     if cell.failed_checks:

@@ -15,20 +15,11 @@ import io
 from typing import Any
 
 from harness.report.common import fmt_seconds, target_label
-from harness.report.scorecard import VERDICTS, Scorecard, cell_text
+from harness.report.scorecard import Scorecard, cell_text
+from harness.report.scorecard.cells import COLOURS, KIND, VERDICTS
 
-__all__ = ["COLOURS", "clipped_texts", "render_png"]
+__all__ = ["clipped_texts", "render_png"]
 
-#: Verdict colours (also used by the HTML page): colour-blind-safe-ish green/amber/red.
-COLOURS = {
-    "pass": "#4caf50",
-    "safe": "#ffc107",
-    "fail": "#e53935",
-    "n/a": "#e0e0e0",
-    "skipped": "#bdbdbd",
-    "?": "#ffffff",
-    "not_exercised": "#90caf9",
-}
 DPI = 110
 FONT = "DejaVu Sans Mono"  # ships with matplotlib: the same widths everywhere
 _CELL_PT, _NAME_PT, _HEAD_PT, _TOTAL_PT, _TITLE_PT = 6.5, 7.0, 8.0, 8.0, 13.0
@@ -155,7 +146,7 @@ def _figure(scorecard: Scorecard) -> Any:
     for row, t in enumerate(scorecard.totals):
         y = n_t - 1 - row
         start = 0
-        for verdict in (*VERDICTS, "n/a", "skipped", "?", "not_exercised"):
+        for verdict in COLOURS:
             count = t.counts.get(verdict, 0)
             if not count:
                 continue
@@ -219,14 +210,8 @@ def _figure(scorecard: Scorecard) -> Any:
             fontsize=_NAME_PT,
             family=FONT,
         )
-    shown = [
-        v
-        for v in (*VERDICTS, "n/a", "skipped", "?", "not_exercised")
-        if v in VERDICTS or _present(scorecard, v)
-    ]
-    legend = [
-        Patch(facecolor=COLOURS[v], edgecolor="#9e9e9e", label=_LEGEND.get(v, v)) for v in shown
-    ]
+    shown = [v for v in COLOURS if v in VERDICTS or _present(scorecard, v)]
+    legend = [Patch(facecolor=COLOURS[v], edgecolor="#9e9e9e", label=_legend(v)) for v in shown]
     fig.legend(
         handles=legend,
         loc="upper left",
@@ -239,7 +224,11 @@ def _figure(scorecard: Scorecard) -> Any:
     return fig
 
 
-_LEGEND = {"?": "no verdict in the report", "not_exercised": "not exercised"}
+def _legend(verdict: str) -> str:
+    """The legend's label: a verdict's own name, another kind's short meaning."""
+    if verdict in VERDICTS or verdict == "n/a":
+        return verdict
+    return KIND[verdict].legend.split(":", 1)[0]
 
 
 def _cell_label(scorecard: Scorecard, scenario: str, target: str) -> str:
