@@ -69,6 +69,9 @@ def test_async_calls_on_one_client_run_one_at_a_time(fault_server) -> None:
         assert [r.attempts for r in replies] == [1, 1, 1]
 
     asyncio.run(main())
+    # the server records a response as done after its last write, which the client may
+    # read first: wait for the third record rather than reading the timeline at once
+    fault_server.wait_for("response_done", timeout=10, count=3)
     timeline = fault_server.timeline()
     read = sorted(e.t for e in timeline if e.kind == "request_read")
     done = sorted(e.t for e in timeline if e.kind == "response_done")

@@ -40,6 +40,7 @@ def test_put_bad_script_names_field_and_allowed_values(server: FaultServer) -> N
 def test_timeline_and_requests_are_readable_over_http(server: FaultServer) -> None:
     with send(server.port) as s:
         read_until(s, 5, until=b"0\r\n\r\n")
+    server.wait_for("response_done", timeout=5)  # recorded after the last write
     events = httpx.get(server.url + "/_harness/timeline").json()["events"]
     kinds = [e["kind"] for e in events]
     assert kinds[:3] == ["accepted", "request_head", "request_read"] and "response_done" in kinds
