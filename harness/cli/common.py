@@ -117,7 +117,11 @@ def add_selection(parser: argparse.ArgumentParser, *, default_targets: str) -> N
         "--jobs",
         "-j",
         type=int,
-        help=f"cases run in parallel (default: {DEFAULT_JOBS_TEXT})",
+        help=(
+            f"workers for short cases (default: {DEFAULT_JOBS_TEXT}); cases that mostly "
+            "wait (relays, kernel timers, paced streams, expected hangs) run on extra lanes "
+            "beside them, so more cases than this may run at once"
+        ),
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
