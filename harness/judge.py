@@ -76,9 +76,11 @@ def judge_case(
     records = [r for r, q in zip(observed.records, typed, strict=True) if q.api in APIS]
     requests = tuple(q for q in typed if q.api in APIS)
     ran = child is None or child.ran
+    answered = _answering(requests)
     outcome = classify(
         report,
-        expected_text=_expected_text(requests),
+        expected_text=None if answered is None else answered.expected_text,
+        answer_arguments=None if answered is None else answered.answer_arguments,
         alive=scenario.is_alive,
         find_sentinel=find_sentinel,
     )
@@ -356,12 +358,13 @@ def _late_requests(requests: Sequence[Request], end_t: float | None) -> int | No
     return late
 
 
-def _expected_text(requests: Sequence[Request]) -> str | None:
-    """The reply a healthy request got: the last request without a fault, else the last."""
+def _answering(requests: Sequence[Request]) -> Request | None:
+    """The request whose reply is the one to compare with: the last request without a
+    fault, else the last."""
     if not requests:
         return None
     healthy = [q for q in requests if q.fault is None]
-    return (healthy or requests)[-1].expected_text
+    return (healthy or requests)[-1]
 
 
 def _message(child: ChildReport | None, outcome: Outcome) -> str:

@@ -204,6 +204,7 @@ def classify(
     expected_text: str | None,
     alive: bool,
     find_sentinel: Callable[[str], str | None] | None = None,
+    answer_arguments: str | None = None,
 ) -> Outcome:
     """Classify a target's report.
 
@@ -213,6 +214,9 @@ def classify(
     fires then is a ``false_kill``. A report with ``texts`` (several sequential calls)
     is judged call by call; the first call that is not ``ok`` decides. ``find_sentinel``
     returns a description of an error sentinel found in a text (or None).
+    ``answer_arguments`` is the answer tool call's arguments where the answer went as one:
+    a text that is a cut prefix of them is the cut answer taken as complete too (an agent
+    that hands the unparsed arguments on).
     """
     if report is None:
         return Outcome("hung", detail="stopped at the runner's outer ceiling")
@@ -244,7 +248,7 @@ def classify(
         )
     texts = report.get("texts") or [r.text or ""]
     for i, text in enumerate(texts):
-        outcome = _classify_text(text, expected_text, find_sentinel)
+        outcome = _classify_text(text, expected_text, find_sentinel, answer_arguments)
         if outcome.kind != "ok" or i == len(texts) - 1:
             if len(texts) > 1 and outcome.kind != "ok":
                 return Outcome(
@@ -255,7 +259,10 @@ def classify(
 
 
 def _classify_text(
-    text: str, expected_text: str | None, find_sentinel: Callable[[str], str | None] | None
+    text: str,
+    expected_text: str | None,
+    find_sentinel: Callable[[str], str | None] | None,
+    answer_arguments: str | None = None,
 ) -> Outcome:
     if find_sentinel is not None:
         hit = find_sentinel(text)
@@ -269,6 +276,14 @@ def _classify_text(
         return Outcome(
             "truncated_as_complete",
             detail=f"returned {len(text)} of {len(expected_text)} characters as complete",
+        )
+    if answer_arguments and len(text) < len(answer_arguments) and answer_arguments.startswith(text):
+        return Outcome(
+            "truncated_as_complete",
+            detail=(
+                f"returned {len(text)} of {len(answer_arguments)} characters of the answer "
+                "tool call's arguments as the answer: the call was cut"
+            ),
         )
     return Outcome("wrong_content", detail=_diff_hint(text, expected_text))
 

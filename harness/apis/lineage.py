@@ -12,6 +12,9 @@ and :func:`place` compares it with the requests before it on the same server:
 * **continuation**: a new model call whose turns extend an earlier request's turns
   (its reply and tool results in any API's form, or a text observation), or a
   Responses request whose ``previous_response_id`` names an earlier request's reply.
+  An agent's closing call may swap the system turns for its own (smolagents'
+  ``provide_final_answer``) and carry the rest: still a continuation, the system turns
+  named as ``replaced``.
 * **new**: neither (a new conversation).
 
 The judge counts per model call from this (``harness.judge``): every request but a
@@ -77,12 +80,14 @@ class Conversation:
 class Lineage:
     """Where a request sits: ``kind`` (:data:`KINDS`), the earlier request it retries or
     continues (``of``, its server-wide index), the request that began its model call
-    (``call``: itself unless a retry) and the turns it appended (``role:kind`` labels)."""
+    (``call``: itself unless a retry), the turns it appended (``role:kind`` labels) and
+    the earlier request's turns it replaced (its leading system turns: ``role:kind``)."""
 
     kind: str
     call: int
     of: int | None = None
     appended: tuple[str, ...] = field(default=())
+    replaced: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +95,7 @@ class Lineage:
             "of": self.of,
             "call": self.call,
             "appended": list(self.appended),
+            "replaced": list(self.replaced),
         }
 
 
@@ -142,4 +148,39 @@ def place(
         return Lineage(
             "continuation", call=index, of=idx, appended=tuple(t.label for t in conv.turns[n:])
         )
-    return Lineage("new", call=index)
+    return _swapped_system(index, conv, earlier) or Lineage("new", call=index)
+
+
+def _swapped_system(
+    index: int, conv: Conversation, earlier: Sequence[tuple[int, Conversation, int]]
+) -> Lineage | None:
+    """A continuation whose leading system turns differ from the earlier request's but
+    whose other turns extend that request's (at least one of them, a user's, carried):
+    the longest such earlier request, or None."""
+    head, rest = _split_system(conv.turns)
+    best: tuple[int, int, tuple[Turn, ...]] | None = None
+    for idx, prev, _call in earlier:
+        prev_head, prev_rest = _split_system(prev.turns)
+        n = len(prev_rest)
+        if not prev_head or prev_head == head or not 0 < n < len(rest):
+            continue
+        if rest[:n] == prev_rest and (best is None or n >= best[0]):
+            best = (n, idx, prev_head)
+    if best is None:
+        return None
+    n, idx, prev_head = best
+    return Lineage(
+        "continuation",
+        call=index,
+        of=idx,
+        appended=tuple(t.label for t in rest[n:]),
+        replaced=tuple(t.label for t in prev_head),
+    )
+
+
+def _split_system(turns: tuple[Turn, ...]) -> tuple[tuple[Turn, ...], tuple[Turn, ...]]:
+    """The leading system (or developer) turns, and the rest."""
+    n = 0
+    while n < len(turns) and turns[n].role in ("system", "developer"):
+        n += 1
+    return turns[:n], turns[n:]

@@ -133,14 +133,20 @@ class Lineage:
     of: int | None = None
     call: int | None = None
     appended: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, raw: Any) -> Lineage | None:
         if not isinstance(raw, Mapping):
             return None
         appended = tuple(str(a) for a in raw.get("appended") or ())
+        replaced = tuple(str(a) for a in raw.get("replaced") or ())
         return cls(
-            kind=_text(raw.get("kind")), of=raw.get("of"), call=raw.get("call"), appended=appended
+            kind=_text(raw.get("kind")),
+            of=raw.get("of"),
+            call=raw.get("call"),
+            appended=appended,
+            replaced=replaced,
         )
 
 
@@ -153,6 +159,8 @@ class Request:
     api: str | None = None
     fault: str | None = None
     expected_text: str | None = None
+    #: the answer tool call's arguments the answer went in (None: a plain reply)
+    answer_arguments: str | None = None
     lineage: Lineage | None = None
     #: The conversation its body carried (``harness.apis.lineage``), on a live record only
     #: (a report's JSON drops it).
@@ -169,6 +177,7 @@ class Request:
             api=getattr(record, "api", None),
             fault=getattr(record, "fault", None),
             expected_text=getattr(record, "expected_text", None),
+            answer_arguments=getattr(record, "answer_arguments", None),
             lineage=Lineage.parse(getattr(record, "lineage", None)),
             conversation=getattr(record, "conversation", None),
         )

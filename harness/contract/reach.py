@@ -97,8 +97,13 @@ def unreached(
     if n == 0:
         return "the client made no request the server read"
     rules = list(scenario.script.rules)
+    voids = {
+        e.get("request"): str((e.get("detail") or {}).get("reason") or "")
+        for e in timeline
+        if e.get("kind") == "fault_void"
+    }
     for rule in rules:
-        why = _why_not(rule, records, n, time_scale=time_scale)
+        why = _why_not(rule, records, n, time_scale=time_scale, voids=voids)
         if why:
             return why
     if not rules:
@@ -147,7 +152,14 @@ def _reactive_mode(detail: str) -> bool:
     return mode is not None and mode.flowing
 
 
-def _why_not(rule: Any, records: Sequence[Any], n: int, *, time_scale: float) -> str | None:
+def _why_not(
+    rule: Any,
+    records: Sequence[Any],
+    n: int,
+    *,
+    time_scale: float,
+    voids: Mapping[Any, str] | None = None,
+) -> str | None:
     match = rule.match
     if match.attempts is not None and n < min(match.attempts):
         first = min(match.attempts)
@@ -166,6 +178,13 @@ def _why_not(rule: Any, records: Sequence[Any], n: int, *, time_scale: float) ->
         return f"the rule matches a reused connection; the client made {_requests(n)}"
     served = str(rule.fault.scaled(time_scale))
     matched = [r for r in records if _get(r, "fault") == served]
+    void = [r for r in matched if _get(r, "index") in (voids or {})]
+    if void:
+        first = _get(void[0], "index")
+        return (
+            f"the rule matched request {first} but {rule.fault.name} had nothing to act "
+            f"on in its reply ({(voids or {})[first]})"
+        )
     if matched:
         return (
             f"the rule matched request {_get(matched[0], 'index')} but its phase "

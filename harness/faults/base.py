@@ -158,6 +158,9 @@ class Action:
     #: action in front of a fault server closing (``fin``) at the rule's phase; the
     #: fault server itself rejects them. None: the fault server plays it.
     relay_mode: ClassVar[str | None] = None
+    #: True when the edit of the reply's units is the whole fault (``fire`` does nothing):
+    #: an edit that changes nothing did not fire.
+    edit_only: ClassVar[bool] = False
     #: True when the action answers the request with an HTTP error status (its ``code``,
     #: and a ``Retry-After`` where it sends one): the contract reads those, and a retry
     #: after such an answer must wait it out.
@@ -252,9 +255,11 @@ class EventEdit(Action):
 
 @dataclass(frozen=True)
 class ContentEdit(EventEdit):
-    """An event edit whose stream can end "complete" with its content altered."""
+    """An event edit whose stream can end "complete" with its content altered; the
+    edit is the whole fault."""
 
     alters_content: ClassVar[bool] = True
+    edit_only: ClassVar[bool] = True
 
 
 def register(cls: type[Action]) -> type[Action]:

@@ -143,7 +143,9 @@ def request_lines(result: Any) -> list[str]:
             lineage = f"retry of req {d.get('of')} (model call req {d.get('call')})"
         elif lineage == "continuation":
             added = ", ".join(d.get("appended") or ())
-            lineage = f"continuation of req {d.get('of')} (+ {added})"
+            swapped = ", ".join(d.get("replaced") or ())
+            swapped = f"; replaced its {swapped}" if swapped else ""
+            lineage = f"continuation of req {d.get('of')} (+ {added}{swapped})"
         else:
             lineage = "new conversation"
         lines.append(

@@ -120,6 +120,9 @@ class ReplyPlan:
     newline: bytes = b"\n"
     #: how many tool calls the reply carries (0: a text answer)
     tool_calls: int = 0
+    #: where the answer goes as a call of the answer tool: that call's arguments as sent
+    #: (the JSON the answer is wrapped in; None otherwise)
+    answer_arguments: str | None = None
 
     def malformed(self, payload: str) -> bytes:
         """One broken unit in this API's framing (a data line of ``payload``)."""
@@ -242,6 +245,7 @@ def plan_reply(
         fragments=built.fragments,
         newline=newline,
         tool_calls=len(carried.tool_calls),
+        answer_arguments=carried.tool_calls[0].arguments if carried.answer is not None else None,
     )
 
 

@@ -76,7 +76,7 @@ class BodyWriter:
         fault = ex.fault
         self.fault = fault if fault is not None and fault.phase.kind in BODY_PHASES else None
         if self.fault is not None and not self.fault.action.applies(plan):
-            self.fault = None  # nothing in this reply to act on (a cut of no tool call)
+            self._void("nothing in this reply to act on")  # a cut of no tool call
         self.action = self.fault.action if self.fault is not None else None
         self.phase = ""
         self.fired = False
@@ -98,10 +98,22 @@ class BodyWriter:
         # a dialect's comment lines are part of the healthy bytes but never counted
         units = [(u, k != "comment") for u, k in zip(plan.units, kinds, strict=True)]
         if self.action is not None:
-            units = self.action.edit_units(units, self.fault.phase.n or 0, plan)  # type: ignore[union-attr]
+            edited = self.action.edit_units(units, self.fault.phase.n or 0, plan)  # type: ignore[union-attr]
+            if self.action.edit_only and edited == units:
+                # the edit is the whole fault: one that changes nothing never fired
+                self._void(f"the reply has {sum(c for _, c in units)} event(s): nothing to edit")
+                self.action = None
+            units = edited
         self.units = units
         #: payload edits that end the body where their units stop fire after the last one
         self.at_end = self.action is not None and self.action.fires_at_end
+
+    def _void(self, reason: str) -> None:
+        """The matched fault has nothing to act on in this reply: it goes out healthy,
+        and the timeline says why the fault did not fire (``harness.contract.reach``)."""
+        assert self.fault is not None
+        self.ex.record("fault_void", fault=str(self.fault), reason=reason)
+        self.fault = None
 
     # ------------------------------------------------------------------ Site
 

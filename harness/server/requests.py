@@ -154,7 +154,8 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
     expected = plan.expected_text if plan is not None else ""
     if source is not None:
         expected = source.expected_text(path)
-    lineage = add_record(stream, expected, len(body), conv, placed)
+    wrapped = plan.answer_arguments if plan is not None and source is None else None
+    lineage = add_record(stream, expected, len(body), conv, placed, wrapped)
     record("request_read", bytes=len(body))
     if conv is not None and lineage is not None:
         record(
@@ -167,6 +168,7 @@ async def answer(req: Request) -> tuple[bool, Exchange | None]:
             of=lineage["of"],
             call=lineage["call"],
             appended=tuple(lineage["appended"]),
+            replaced=tuple(lineage["replaced"]),
         )
 
     if action is not None and phase in ("accept", "request"):
@@ -218,6 +220,7 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
         body_bytes: int,
         conv: Conversation | None = None,
         lineage: dict[str, Any] | None = None,
+        answer_arguments: str | None = None,
     ) -> dict[str, Any] | None:
         nonlocal done
         if done:
@@ -237,6 +240,7 @@ def _once(req: Request, api: str, fault: str | None) -> Callable[..., dict[str, 
                 t_start=t_start,
                 body_bytes=body_bytes,
                 lineage=lineage,
+                answer_arguments=answer_arguments,
                 conversation=conv,
             )
         )

@@ -15,7 +15,8 @@ Timeline kinds: ``accepted`` (detail: ``port``, the client's), ``request_head``
 (detail: ``method``, ``path``, ``attempt``, ``port``), ``request_read``, ``status_sent``,
 ``headers_sent``,
 ``event_sent`` (detail: ``n``, and ``scheduled`` when paced), ``comment_sent``,
-``fault`` (detail: ``action``, ``phase``), ``upload_stalled``, ``upload_resumed``,
+``fault`` (detail: ``action``, ``phase``), ``fault_void`` (detail: ``fault``, ``reason``:
+a matched fault with nothing to act on in its reply, sent healthy), ``upload_stalled``, ``upload_resumed``,
 ``response_done``, ``peer_closed``, ``peer_reset``, ``closed``, ``bad_request``,
 ``write_stopped`` (a write found the transport already closing after a failed send).
 """
@@ -76,6 +77,8 @@ class RequestRecord:
     t_start: float
     body_bytes: int = 0
     lineage: dict[str, Any] | None = None
+    #: the answer tool call's arguments where the reply went as one (``ReplyPlan``)
+    answer_arguments: str | None = None
     conversation: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:

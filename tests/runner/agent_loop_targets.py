@@ -4,7 +4,8 @@
   call (chat ``role: tool``), as docs/targets.md's agent does (the per-model-call ceiling
   tests);
 - ``FinalAnswerAgent``: smolagents' final-answer shape, a streamed step carried into a
-  non-streamed final call (a cut reply carried on);
+  non-streamed final call (a cut reply carried on); ``SwappedSystemFinalAgent``: the same,
+  its final call under a system prompt of its own (smolagents' ``provide_final_answer``);
 - ``AnswerToolAgent``: an agent whose final answer is a call of its own tool
   (``Target.answer_tool``).
 """
@@ -80,20 +81,41 @@ class FinalAnswerAgent(Target):
 
     name = "final-answer-agent"
     apis = ("chat",)
+    #: the system prompts of the step and of the final call (None: the job's own)
+    step_system: str | None = None
+    final_system: str | None = None
 
     def call(self, job: Job, log: EventLog) -> CallResult:
+        def under(system: str | None, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return (
+                messages if system is None else [{"role": "system", "content": system}, *messages]
+            )
+
         def turn(client: Any) -> str:
             messages = [dict(m) for m in job.messages]
-            stream = client.chat.completions.create(model=job.model, messages=messages, stream=True)
+            stream = client.chat.completions.create(
+                model=job.model, messages=under(self.step_system, messages), stream=True
+            )
             step = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
             messages += [
                 {"role": "assistant", "content": step},
                 {"role": "user", "content": "Now give your final answer."},
             ]
-            final = client.chat.completions.create(model=job.model, messages=messages)
+            final = client.chat.completions.create(
+                model=job.model, messages=under(self.final_system, messages)
+            )
             return final.choices[0].message.content or ""
 
         return _on_one_client(job, log, turn)
+
+
+class SwappedSystemFinalAgent(FinalAnswerAgent):
+    """smolagents' ``provide_final_answer``: the final call swaps the step's system
+    prompt for its own and carries the rest of the conversation."""
+
+    name = "swapped-system-final-agent"
+    step_system = "You are an agent; call tools to solve the task."
+    final_system = "An agent tried to answer the task below. Give its final answer."
 
 
 class AnswerToolAgent(Target):
@@ -114,3 +136,37 @@ class AnswerToolAgent(Target):
             lambda client: _tool_loop(client, job, tools, answered_by, "final_answer"),
             {"answered_by": answered_by},
         )
+
+
+def _streamed_answer(client: Any, job: Job, tools: Sequence[Any]) -> str:
+    """One streamed model call; a ``final_answer`` call's arguments, glued from their
+    fragments, are its answer -- parsed where they parse, else handed on as they came
+    (smolagents' ``parse_json_if_needed``: a cut call's raw arguments become the answer)."""
+    stream = client.chat.completions.create(
+        model=job.model, messages=[dict(m) for m in job.messages], tools=tools, stream=True
+    )
+    text, args = "", ""
+    for chunk in stream:
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            for tc in choice.delta.tool_calls or ():
+                args += (tc.function.arguments or "") if tc.function else ""
+    if not args:
+        return text
+    try:
+        return str(json.loads(args)["answer"])
+    except (ValueError, KeyError, TypeError):
+        return args
+
+
+class LenientAnswerToolAgent(Target):
+    """An agent whose streamed final answer comes as a ``final_answer`` call and that
+    hands a call it cannot parse on as the answer (smolagents' ToolCallingAgent)."""
+
+    name = "lenient-answer-tool-agent"
+    apis = ("chat",)
+    answer_tool = "final_answer"
+
+    def call(self, job: Job, log: EventLog) -> CallResult:
+        tools = tools_for_api((FINAL_ANSWER,), "chat")
+        return _on_one_client(job, log, lambda client: _streamed_answer(client, job, tools))

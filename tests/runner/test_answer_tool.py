@@ -51,3 +51,30 @@ def test_an_agent_with_an_answer_tool_gets_its_answer_through_it(server, scenari
     assert all("final_answer" in tools for tools in _offered(result))
     shapes = [e["detail"]["lineage"] for e in result.timeline if e["kind"] == "request_shape"]
     assert shapes == ["new", "continuation"][: len(called)]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("scenario", ["chat_truncated_no_terminal", "chat_close_delimited_fin"])
+def test_a_cut_answer_tool_call_handed_on_as_the_answer_is_truncated_as_complete(server, scenario):
+    # the stream ends cleanly inside the answer's arguments; the agent hands on the cut
+    # JSON it could not parse: a truncation of the answer, not some other text
+    result = run_case(
+        _scenario(scenario),
+        "runner.agent_loop_targets:LenientAnswerToolAgent",
+        server=server,
+        settings=_settings(),
+    )
+    assert result.outcome.kind == "truncated_as_complete", (result.outcome, result.message)
+    assert "answer tool call's arguments" in result.outcome.detail
+    assert result.verdict == "fail" and "honest_reply" in result.failed_checks
+
+
+@pytest.mark.timeout(90)
+def test_a_whole_answer_tool_call_through_the_lenient_agent_is_ok(server):
+    result = run_case(
+        _scenario("chat_healthy_stream"),
+        "runner.agent_loop_targets:LenientAnswerToolAgent",
+        server=server,
+        settings=_settings(),
+    )
+    assert result.outcome.kind == "ok", (result.outcome, result.message)

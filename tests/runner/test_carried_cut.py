@@ -106,9 +106,14 @@ def _scenario(name: str) -> Any:
 
 
 @pytest.mark.timeout(90)
-def test_an_agent_that_went_on_from_a_cut_stream_is_truncated_as_complete(server):
+@pytest.mark.parametrize(
+    ("target", "replaced"),
+    [(TARGET, []), ("runner.agent_loop_targets:SwappedSystemFinalAgent", ["system:text"])],
+    ids=["same-system", "swapped-system"],
+)
+def test_an_agent_that_went_on_from_a_cut_stream_is_truncated_as_complete(server, target, replaced):
     result = run_case(
-        _scenario("chat_truncated_no_terminal"), TARGET, server=server, settings=_settings()
+        _scenario("chat_truncated_no_terminal"), target, server=server, settings=_settings()
     )
     # the final answer was whole: only the second call's body shows the first was cut
     assert result.outcome.kind == "truncated_as_complete", (result.outcome, result.message)
@@ -116,6 +121,8 @@ def test_an_agent_that_went_on_from_a_cut_stream_is_truncated_as_complete(server
     assert result.verdict == "fail" and "honest_reply" in result.failed_checks
     shapes = [e["detail"] for e in result.timeline if e["kind"] == "request_shape"]
     assert [s["lineage"] for s in shapes] == ["new", "continuation"]
+    # a final call under a system prompt of its own still continues the step
+    assert list(shapes[1]["replaced"]) == replaced
 
 
 @pytest.mark.timeout(90)

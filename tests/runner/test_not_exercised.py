@@ -257,3 +257,36 @@ def test_a_close_swallowed_on_an_idle_pooled_connection_no_call_met_is_not_reach
     result = run_case(s, "openai-sdk", server=server, settings=settings())
     assert result.outcome.kind == "ok", result.message
     assert result.verdict == "not_exercised" and not result.failed_checks, result.timeline
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("target", ["reference", "openai-sdk"])
+def test_an_edit_with_nothing_to_edit_in_the_reply_never_fired(server, target):
+    # a non-streamed body is one event: dropping event 1 leaves it as it was, so the
+    # fault never fired (the server said so once; a real client saw a whole reply)
+    s = make(
+        "drop_beyond_the_body",
+        stream=False,
+        script={"rules": [{"fault": {"phase": "event:1", "action": "drop_event"}}]},
+    )
+    result = run_case(s, target, server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.verdict == "not_exercised" and not result.failed_checks
+    assert result.not_exercised == (
+        "the rule matched request 1 but drop_event had nothing to act on in its reply "
+        "(the reply has 1 event(s): nothing to edit)"
+    )
+    assert [r["fired"] for r in result.rules] == [False]
+    assert not any(e["kind"] == "fault" for e in result.timeline)
+
+
+@pytest.mark.timeout(60)
+def test_the_same_edit_on_an_event_the_stream_has_is_judged(server):
+    # control: on a stream the first delta exists, the drop fires and the text is short
+    s = make(
+        "drop_first_delta",
+        script={"rules": [{"fault": {"phase": "event:1", "action": "drop_event"}}]},
+    )
+    result = run_case(s, "openai-sdk", server=server, settings=settings())
+    assert result.not_exercised == "" and result.rules[0]["fired"]
+    assert result.outcome.kind == "wrong_content", (result.outcome, result.message)

@@ -165,6 +165,25 @@ def test_a_moved_cache_mark_is_not_a_change() -> None:
     assert lineages("messages", [plain, marked])[1].kind == "retry"
 
 
+def test_a_closing_call_under_its_own_system_prompt_continues_the_call() -> None:
+    # smolagents' provide_final_answer: its own system turn, then the rest carried
+    step = {"messages": [{"role": "system", "content": "you are an agent"}, USER]}
+    said = {"role": "assistant", "content": "Calling tools: weather"}
+    post = {"role": "user", "content": "give the final answer"}
+    final = {"messages": [{"role": "system", "content": "answer now"}, USER, said, post]}
+    a, b = lineages("chat", [step, final])
+    assert (b.kind, b.of, b.call) == ("continuation", 1, 2)
+    assert b.appended == ("assistant:text", "user:text") and b.replaced == ("system:text",)
+    # Messages: the system is its own field; a replaced one is named the same way
+    m_step = {"system": "you are an agent", "messages": [USER]}
+    m_final = {"system": "answer now", "messages": [USER, said, post]}
+    assert lineages("messages", [m_step, m_final])[1].replaced == ("system:text",)
+    # the same system prompt is a plain continuation; nothing carried is new
+    assert lineages("chat", [step, {"messages": [*step["messages"], said]}])[1].replaced == ()
+    other = {"messages": [{"role": "system", "content": "answer now"}, post]}
+    assert lineages("chat", [step, other])[1].kind == "new"
+
+
 def test_another_prompt_is_a_new_conversation() -> None:
     a = {"messages": [USER]}
     b = {"messages": [{"role": "user", "content": "something else"}]}

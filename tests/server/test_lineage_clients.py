@@ -40,12 +40,19 @@ def test_the_sdks_own_retry_on_a_500_is_a_retry(server: FaultServer) -> None:
         )
         assert "".join(c.choices[0].delta.content or "" for c in reply if c.choices)
     first, second = server.requests()
-    assert first.lineage == {"kind": "new", "of": None, "call": first.index, "appended": []}
+    assert first.lineage == {
+        "kind": "new",
+        "of": None,
+        "call": first.index,
+        "appended": [],
+        "replaced": [],
+    }
     assert second.lineage == {
         "kind": "retry",
         "of": first.index,
         "call": first.index,
         "appended": [],
+        "replaced": [],
     }
 
 
@@ -70,6 +77,7 @@ def test_a_chat_tool_result_continues_the_call_and_gets_text(server: FaultServer
         "of": a.index,
         "call": b.index,
         "appended": ["assistant:tool_call", "tool:tool_result"],
+        "replaced": [],
     }
     shape = [e.detail for e in server.timeline() if e.kind == "request_shape"]
     assert shape[0]["tools"] == ("record_note",) and shape[1]["tools"] == ()
@@ -111,6 +119,7 @@ def test_a_responses_function_call_output_continues_the_call(server: FaultServer
         "of": a.index,
         "call": c.index,
         "appended": ["tool:tool_result"],
+        "replaced": [],
     }
 
 
@@ -158,7 +167,7 @@ def test_a_text_observation_continues_and_another_prompt_is_new(server: FaultSer
     a, b, c = server.requests()
     assert (b.lineage["kind"], b.lineage["of"]) == ("continuation", a.index)
     assert b.lineage["appended"] == ["assistant:text", "user:text"]
-    assert c.lineage == {"kind": "new", "of": None, "call": c.index, "appended": []}
+    assert c.lineage == {"kind": "new", "of": None, "call": c.index, "appended": [], "replaced": []}
 
 
 def test_a_text_observation_of_a_tool_call_gets_the_final_answer_and_so_does_its_retry(
