@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.apis import api_of_path
+from harness.outcome import NOT_RUN
 from harness.posture.carried import carried_counts, judged
 from harness.posture.facts import UNKNOWN, SocketPosture, describe, notice_bound, worst_bound
 
@@ -137,7 +138,7 @@ def probe_summary(healthy: Any, silent: Any, *, hold_s: float) -> dict[str, Any]
 
 
 def _gave_up_after(result: Any) -> float | None:
-    if result.outcome.kind in ("hung", "skipped", "not_applicable"):
+    if result.outcome.kind == "hung" or result.outcome.kind in NOT_RUN:
         return None
     seconds = result.latency_s if result.latency_s is not None else result.elapsed_s
     return None if seconds is None else round(float(seconds), 3)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.outcome import FAULT_KINDS
+from harness.outcome import FAULT_KINDS, NOT_RUN
 from harness.report.common import evidence_lines, fmt_cause, fmt_verdict
 from harness.report.posture import connection_lines
 
@@ -68,7 +68,7 @@ def timeline_rows(result: Any) -> list[tuple[float, str, str, str]]:
 
 def render_timeline(result: Any, *, console: Console | None = None) -> None:
     console = console or Console()
-    if result.outcome.kind in ("not_applicable", "skipped"):  # nothing ran: no time axis
+    if result.outcome.kind in NOT_RUN:  # nothing ran: no time axis
         console.print(
             Text(
                 f"{result.scenario} [{result.target}] -- {result.outcome.kind.replace('_', ' ')}"

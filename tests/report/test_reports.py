@@ -298,3 +298,38 @@ def test_explain_shows_each_requests_shape_and_lineage():
         "req 3: no stream, tools none, 3 message(s) [user assistant tool]: continuation of "
         "req 2 (+ assistant:tool_call, tool:tool_result)" in text
     )
+
+
+def test_explain_names_the_system_turns_a_continuation_replaced():
+    shape = {
+        "t": 100.2,
+        "conn": 1,
+        "request": 2,
+        "kind": "request_shape",
+        "detail": {
+            "stream": False,
+            "tools": (),
+            "roles": ("system", "user", "assistant", "user"),
+            "messages": 4,
+            "lineage": "continuation",
+            "of": 1,
+            "call": 2,
+            "appended": ("assistant:text", "user:text"),
+            "replaced": ("system:text",),
+        },
+    }
+    console = Console(record=True, width=200)
+    render_timeline(case(kind="ok", error=None, expected="ok", timeline=(shape,)), console=console)
+    assert (
+        "continuation of req 1 (+ assistant:text, user:text; replaced its system:text)"
+        in console.export_text()
+    )
+
+
+def test_a_target_that_did_not_start_gets_no_time_axis():
+    result = case(kind="did_not_start", error=None, expected="ok", message="ImportError: no x")
+    console = Console(record=True, width=200)
+    render_timeline(result, console=console)
+    text = console.export_text()
+    assert "did not start" in text and "ImportError: no x" in text
+    assert "request_head" not in text  # the timeline's events are not drawn
