@@ -108,6 +108,7 @@ def judge_case(
             observed.timeline,
             outcome_kind=outcome.kind,
             time_scale=time_scale,
+            client_events=None if child is None else child.events,
         )
         if ran
         else None

@@ -58,6 +58,18 @@ def test_catalog_loads_and_every_scenario_expects_both_default_targets():
         assert s.references, s.name
 
 
+def test_no_catalog_deadline_races_the_ceiling():
+    # A deadline handed to targets that ends a call at the ceiling makes the verdict a
+    # race: the client ending itself 20 ms before the runner stops it is `safe`, 20 ms
+    # after it is `hung` (the pydantic-ai audit met it on the kernel in-flight cases).
+    names = ("first_byte_s", "stream_idle_s", "stale_call_s", "hard_ceiling_s", "read_timeout_s")
+    for s in load_catalog():
+        for name in names:
+            value = getattr(s.watchdog, name, None)
+            if isinstance(value, int | float) and s.ceiling_s:
+                assert abs(value - s.ceiling_s) >= 0.1 * s.ceiling_s, (s.name, name, value)
+
+
 def test_catalog_covers_the_design_failure_rows_for_both_streaming_apis():
     names = {s.name for s in load_catalog()}
     for api in ("chat", "responses"):

@@ -82,16 +82,30 @@ def unreached(
     *,
     outcome_kind: str,
     time_scale: float = 1.0,
+    client_events: Sequence[Sequence[Any]] | None = None,
 ) -> str | None:
     """Why this case did not exercise its scenario (None: it did). ``records`` are the
     LLM request records, ``timeline`` the server's and the network path's events; a
-    record names its rule as the server ran it, at the case's ``time_scale``."""
+    record names its rule as the server ran it, at the case's ``time_scale``.
+    ``client_events`` are the child's marks (None: unknown, a child that never
+    reported): a job that asks for a rebuild is exercised only where one was marked."""
     if outcome_kind not in REACHABLE_KINDS:
         return None
     calls = int(scenario.request.calls)
     n = len(records)
     if outcome_kind == "ok" and 1 < calls and n < calls:
         return f"the target made {n} of {calls} calls"
+    rebuild_after = scenario.request.rebuild_after
+    if (
+        rebuild_after is not None
+        and client_events is not None
+        and rebuild_after < calls
+        and not any(len(e) > 1 and e[1] == "rebuild" for e in client_events)
+    ):
+        return (
+            f"the target never rebuilt its client before call {rebuild_after + 1} "
+            "(no rebuild mark: run_calls got no rebuild=)"
+        )
     if not _has_fault(scenario) or any(_reached(e, records, timeline) for e in timeline):
         return None
     if n == 0:

@@ -290,3 +290,25 @@ def test_the_same_edit_on_an_event_the_stream_has_is_judged(server):
     result = run_case(s, "openai-sdk", server=server, settings=settings())
     assert result.not_exercised == "" and result.rules[0]["fired"]
     assert result.outcome.kind == "wrong_content", (result.outcome, result.message)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        ("reference", ""),  # rebuilds its client through run_calls(rebuild=...)
+        (
+            "runner.agent_loop_targets:ToolLoopAgent",  # one client, never rebuilt
+            "the target never rebuilt its client before call 3 (no rebuild mark: "
+            "run_calls got no rebuild=)",
+        ),
+    ],
+    ids=["rebuilt", "never-rebuilt"],
+)
+def test_a_job_that_asks_for_a_rebuild_is_exercised_only_by_a_rebuild(server, target, why):
+    s = make("calls_across_rebuild", request={"calls": 3, "rebuild_after": 2})
+    result = run_case(s, target, server=server, settings=settings())
+    assert result.outcome.kind == "ok", result.message
+    assert result.requests == 3
+    assert result.not_exercised == why
+    assert result.verdict == ("not_exercised" if why else "pass"), result.failed_checks
