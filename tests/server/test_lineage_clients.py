@@ -204,3 +204,71 @@ def test_a_text_observation_of_a_tool_call_gets_the_final_answer_and_so_does_its
     assert b.lineage["appended"] == ["assistant:text", "user:text"]
     assert (c.lineage["kind"], c.lineage["of"]) == ("retry", b.index)
     assert again.choices[0].message.tool_calls and d.lineage["kind"] == "continuation"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_cut_call_sent_back_with_an_error_gets_the_call_again(server: FaultServer, api) -> None:
+    # pydantic-ai's repair: the cut call goes back with a validation error as its result;
+    # a model makes the call again (here whole: the cut matched attempt 1 only), and
+    # only the result of a whole call gets the final text
+    cut_first = {
+        "match": {"attempts": [1]},
+        "fault": {"phase": "event:3", "action": "cut_tool_call"},
+    }
+    server.load(script_from_dict({"reply": "tool_call", "events": 4, "rules": [cut_first]}))
+    tools = tools_for_api([DEFAULT_TOOL_SPEC], api)
+    with _openai(server) as client:
+        ask = _streamed_chat_call if api == "chat" else _streamed_responses_call
+        call_id, name, cut = ask(client, [USER], tools)
+        assert not _parses(cut)
+        said, error = _call_item(api, call_id, name, cut), _result_item(api, call_id, "invalid")
+        _, again, args = ask(client, [USER, said, error], tools)
+        assert again == name and _parses(args)  # the call made again, whole this time
+        # its result, a whole call's, gets the final text
+        turns = [USER, said, error, _call_item(api, call_id, name, args)]
+        assert ask(client, [*turns, _result_item(api, call_id, "saved")], tools)[1] == ""
+    a, b, _c = server.requests()
+    assert b.lineage["kind"] == "continuation" and b.lineage["of"] == a.index
+
+
+def _call_item(api: str, call_id: str, name: str, args: str) -> dict[str, Any]:
+    if api == "chat":
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+        return {"role": "assistant", "tool_calls": [call]}
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": args}
+
+
+def _result_item(api: str, call_id: str, text: str) -> dict[str, Any]:
+    if api == "chat":
+        return {"role": "tool", "tool_call_id": call_id, "content": text}
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def _streamed_chat_call(client: Any, messages: list[Any], tools: Any) -> tuple[str, str, str]:
+    """(id, name, arguments) of the streamed reply's tool call, as far as it came."""
+    got = {"id": "", "name": "", "args": ""}
+    stream = client.chat.completions.create(model="m", messages=messages, tools=tools, stream=True)
+    for chunk in stream:
+        for choice in chunk.choices:
+            for tc in choice.delta.tool_calls or ():
+                got["id"] += tc.id or ""
+                got["name"] += (tc.function and tc.function.name) or ""
+                got["args"] += (tc.function and tc.function.arguments) or ""
+    return got["id"], got["name"], got["args"]
+
+
+def _streamed_responses_call(client: Any, items: list[Any], tools: Any) -> tuple[str, str, str]:
+    got = {"id": "", "name": "", "args": ""}
+    for event in client.responses.create(model="m", input=items, tools=tools, stream=True):
+        if event.type == "response.output_item.added" and event.item.type == "function_call":
+            got["id"], got["name"] = event.item.call_id, event.item.name
+        elif event.type == "response.function_call_arguments.delta":
+            got["args"] += event.delta
+    return got["id"], got["name"], got["args"]
+
+
+def _parses(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False
