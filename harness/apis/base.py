@@ -159,24 +159,6 @@ class Api:
                 return True
         return False
 
-    def answers_cut_call(self, body: Mapping[str, Any]) -> bool:
-        """Is the request's last tool call one whose arguments are not a whole JSON
-        object (the client sent back a cut call, with an error as its result, so a
-        model would make the call again)? By default any built-in API's form: chat
-        ``tool_calls[].function.arguments``, a Responses ``function_call`` item's
-        ``arguments`` (a Messages ``tool_use`` carries parsed ``input``: never cut)."""
-        items = body.get("messages") or body.get("input") or ()
-        last: list[Any] = []
-        for item in items if isinstance(items, list) else ():
-            if not isinstance(item, Mapping):
-                continue
-            if item.get("type") == "function_call":
-                last = [item.get("arguments")]
-            elif isinstance(item.get("tool_calls"), list):
-                fns = [c.get("function") for c in item["tool_calls"] if isinstance(c, Mapping)]
-                last = [f.get("arguments") for f in fns if isinstance(f, Mapping)]
-        return any(isinstance(a, str) and not _whole_object(a) for a in last)
-
     def build(self, given: BuildInput) -> Units:
         """The body units of a healthy reply."""
         raise NotImplementedError
@@ -232,11 +214,3 @@ def neutral_spec(tool: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     """A neutral tool's ``{name, description}`` and its parameters schema."""
     spec = {"name": tool["name"], "description": tool.get("description", "")}
     return spec, dict(tool.get("parameters") or {"type": "object", "properties": {}})
-
-
-def _whole_object(text: str) -> bool:
-    """Is ``text`` a whole JSON object (the arguments of a call that was not cut)?"""
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False

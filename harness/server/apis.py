@@ -17,9 +17,7 @@ What a reply carries (``FaultScript.reply``)::
                          (``replies.schema_arguments``); a request that offers none, or
                          carries a tool result (chat ``role: tool``, Responses
                          ``function_call_output``, Messages ``tool_result``), gets the
-                         text reply (the agent ran the tool, the model answers) -- but
-                         for a result of a call sent back cut (arguments not a whole
-                         JSON object: the client's error report), the call again
+                         text reply (the agent ran the tool, the model answers)
     parallel_tool_calls  two calls, ``events`` fragments each (text as above)
     reasoning            ``reasoning_events`` reasoning deltas, then ``events`` text deltas
 
@@ -317,10 +315,8 @@ def _content(
     answering = next(((n, p) for n, p in offered if n == answer_tool), None)
     reasons = reasoning_deltas(seed, reasoning) if shape == "reasoning" else []
     work = [(n, p) for n, p in offered if n != answer_tool]
-    acted_on = spec.carries_tool_result(body) and not spec.answers_cut_call(body)
-    if shape in ("text", "reasoning") or not work or answered or acted_on:
-        # nothing to call, or the agent ran it: the model answers (a call the client
-        # sent back cut, with an error as its result, the model makes again)
+    if shape in ("text", "reasoning") or not work or answered or spec.carries_tool_result(body):
+        # nothing to call, or the agent ran it: the model answers
         if answering is None:
             return Content(deltas, reasoning=reasons)
         return _answer_call(answering, "".join(deltas), seed, events, reasons)
