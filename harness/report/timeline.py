@@ -130,7 +130,12 @@ def render_timeline(result: Any, *, console: Console | None = None) -> None:
 def request_lines(result: Any) -> list[str]:
     """One line per LLM request whose body the server read (its ``request_shape`` event):
     stream or not, the tools offered, the roles and message count, and its lineage -- a
-    retry of, or a continuation of, which earlier request, and what was appended."""
+    retry of, or a continuation of, which earlier request, and what was appended; in a
+    job of several calls, which call of the job sent it (the child's ``call`` marks: a
+    job's next call asking the same conversation is a retry on the wire, not the
+    client's)."""
+    marks = [(float(t), str(d)) for t, kind, d in result.client_events if kind == "call"]
+    several = len(marks) > 1
     lines = []
     for e in result.timeline:
         if e.get("kind") != "request_shape":
@@ -148,6 +153,9 @@ def request_lines(result: Any) -> list[str]:
             lineage = f"continuation of req {d.get('of')} (+ {added}{swapped})"
         else:
             lineage = "new conversation"
+        began = [label for t, label in marks if t <= float(e.get("t") or 0.0)]
+        if several and began:
+            lineage += f"; job call {began[-1].split(':', 1)[0]}"
         lines.append(
             f"req {e.get('request')}: {'stream' if d.get('stream') else 'no stream'}, "
             f"tools {tools}, {d.get('messages')} message(s) [{roles}]: {lineage}"

@@ -333,3 +333,26 @@ def test_a_target_that_did_not_start_gets_no_time_axis():
     text = console.export_text()
     assert "did not start" in text and "ImportError: no x" in text
     assert "request_head" not in text  # the timeline's events are not drawn
+
+
+def test_explain_names_the_job_call_each_request_belongs_to():
+    def shape(t, request, lineage, of):
+        detail = {"stream": True, "tools": (), "roles": ("user",), "messages": 1}
+        detail.update(lineage=lineage, of=of, call=1, appended=(), replaced=())
+        return {"t": t, "conn": 1, "request": request, "kind": "request_shape", "detail": detail}
+
+    result = case(
+        kind="ok",
+        error=None,
+        expected="ok",
+        timeline=(shape(100.1, 1, "new", None), shape(100.5, 2, "retry", 1)),
+        client_events=((100.0, "call", "1 of 2: api=chat"), (100.4, "call", "2 of 2: api=chat")),
+    )
+    console = Console(record=True, width=200)
+    render_timeline(result, console=console)
+    text = console.export_text()
+    assert (
+        "req 1: stream, tools none, 1 message(s) [user]: new conversation; job call 1 of 2" in text
+    )
+    # the job's second call sends the same conversation: a retry on the wire, its own call
+    assert "retry of req 1 (model call req 1); job call 2 of 2" in text
