@@ -58,21 +58,17 @@ def test_the_same_rule_reached_is_judged(server):
     assert result.rules[0]["fired"] and result.rules[0]["t"] is not None
 
 
+def _drip_on_first_call(name: str, phase: str) -> object:
+    """A rule with a duration (a drip every scenario second) on attempt 1 at ``phase``."""
+    drip = {"phase": phase, "action": "drip", "interval_s": 1.0}
+    return make(name, script={"rules": [{"match": {"attempts": 1}, "fault": drip}]})
+
+
 @pytest.mark.timeout(60)
 def test_a_rule_with_durations_records_the_request_it_matched_at_the_cases_scale(server):
     # The server runs the rule scaled (drip every 1.0 s x 0.02) and records it so on the
     # request; the rule's record must still name that request (it read "matched: none").
-    s = make(
-        "drip_first_call",
-        script={
-            "rules": [
-                {
-                    "match": {"attempts": 1},
-                    "fault": {"phase": "event:2", "action": "drip", "interval_s": 1.0},
-                }
-            ]
-        },
-    )
+    s = _drip_on_first_call("drip_first_call", "event:2")
     result = run_case(s, "reference", server=server, settings=settings())
     (rule,) = result.rules
     assert rule["rule"].startswith("drip@event:2(interval_s=1.0,")  # the scenario's own text
@@ -83,17 +79,7 @@ def test_a_rule_with_durations_records_the_request_it_matched_at_the_cases_scale
 def test_a_rule_with_durations_whose_phase_never_came_says_so_at_the_cases_scale(server):
     # The stream ends before event 99: the rule matched request 1 (recorded scaled), so
     # the reason names that request and the phase, not "the scripted fault never fired".
-    s = make(
-        "drip_past_the_end",
-        script={
-            "rules": [
-                {
-                    "match": {"attempts": 1},
-                    "fault": {"phase": "event:99", "action": "drip", "interval_s": 1.0},
-                }
-            ]
-        },
-    )
+    s = _drip_on_first_call("drip_past_the_end", "event:99")
     result = run_case(s, "reference", server=server, settings=settings())
     assert result.outcome.kind == "ok", result.message
     assert result.verdict == "not_exercised", (result.verdict, result.not_exercised)
