@@ -190,11 +190,7 @@ def unsatisfiable_entries(
     """Contracts the reference failed too, one per group, for ``findings.json``."""
     return [
         {
-            "outcome": key[0],
-            "failed_checks": list(key[1]),
-            "summary": data["summary"],
-            "script": data["script"],
-            "observed": result.outcome.label,
+            **_group_entry(key, data, result),
             "reference": {
                 "target": ref.target,
                 "outcome": ref.outcome.label,
@@ -211,16 +207,20 @@ def timing_sensitive_entries(
 ) -> list[dict[str, Any]]:
     """First failures that passed when replayed, one per group, for ``findings.json``."""
     return [
-        {
-            "outcome": key[0],
-            "failed_checks": list(key[1]),
-            "summary": data["summary"],
-            "script": data["script"],
-            "observed": result.outcome.label,
-            "evidence": dict(result.evidence),
-        }
+        {**_group_entry(key, data, result), "evidence": dict(result.evidence)}
         for key, (data, result) in flaky.items()
     ]
+
+
+def _group_entry(key: GroupKey, data: Mapping[str, Any], result: CaseResult) -> dict[str, Any]:
+    """What every ``findings.json`` entry of a group says: its key, script and outcome."""
+    return {
+        "outcome": key[0],
+        "failed_checks": list(key[1]),
+        "summary": data["summary"],
+        "script": data["script"],
+        "observed": result.outcome.label,
+    }
 
 
 def write_findings(directory: Path, findings: Sequence[Finding], **meta: Any) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "SCALED_SETTINGS",
     "ReferenceTarget",
     "agent_call",
+    "job_calls",
     "job_options",
     "job_result",
     "job_settings",
@@ -53,18 +54,24 @@ class ReferenceTarget(Target):
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ReferenceClient
 
-        kwargs = job_options(job)
         with ReferenceClient(
             base_url=job.base_url, api_key=job.api_key, settings=job_settings(job)
         ) as client:
-            replies = run_calls(
-                job,
-                log,
-                lambda: agent_call(client, job, log, kwargs),
-                rebuild=client.rebuild,
-                label=call_label(job),
-            )
+            replies = job_calls(client, job, log)
         return job_result([r for r, _ in replies], attempts=sum(n for _, n in replies))
+
+
+def job_calls(client: Any, job: Job, log: EventLog) -> list[Any]:
+    """The job's calls on a reference client, each an :func:`agent_call`, the client
+    rebuilt where the job asks; (reply, attempts) per call."""
+    kwargs = job_options(job)
+    return run_calls(
+        job,
+        log,
+        lambda: agent_call(client, job, log, kwargs),
+        rebuild=client.rebuild,
+        label=call_label(job),
+    )
 
 
 def agent_call(client: Any, job: Job, log: EventLog, kwargs: Mapping[str, Any]) -> Any:

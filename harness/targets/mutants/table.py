@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.targets.base import CallResult, EventLog, Job, Target, run_calls
+from harness.targets.base import CallResult, EventLog, Job, Target
 from harness.vocab.deadlines import DEADLINES
 
 __all__ = [
@@ -187,31 +187,18 @@ class StackTarget(Target):
 
     def call(self, job: Job, log: EventLog) -> CallResult:
         from harness.client import ReferenceClient
-        from harness.targets.clients.reference import (
-            agent_call,
-            call_label,
-            job_options,
-            job_result,
-            job_settings,
-        )
+        from harness.targets.clients.reference import job_calls, job_result, job_settings
 
         settings = job_settings(job)
         probe = _Probe()
         components = probe.instrument(mutant_components(self.mutant))
-        kwargs = job_options(job)
         replies: list[Any] = []
         error: BaseException | None = None
         with ReferenceClient(
             job.base_url, job.api_key, settings=settings, components=components
         ) as client:
             try:
-                replies = run_calls(
-                    job,
-                    log,
-                    lambda: agent_call(client, job, log, kwargs),
-                    rebuild=client.rebuild,
-                    label=call_label(job),
-                )
+                replies = job_calls(client, job, log)
             except Exception as exc:  # re-raised below unless an invariant broke first
                 error = exc
             finally:
