@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.replies import same_tool_calls
+
 __all__ = [
     "EXECUTED_TRUNCATED",
     "EXPECTABLE",
@@ -283,6 +285,14 @@ def _classify_text(
             detail=(
                 f"returned {len(text)} of {len(answer_arguments)} characters of the answer "
                 "tool call's arguments as the answer: the call was cut"
+            ),
+        )
+    if same_tool_calls(text, expected_text):
+        return Outcome(
+            "ok",
+            detail=(
+                "the tool calls' arguments differ as text from the ones sent but read as "
+                "the same JSON object (the call a tool runs with)"
             ),
         )
     return Outcome("wrong_content", detail=_diff_hint(text, expected_text))

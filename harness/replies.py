@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "reasoning_deltas",
     "render_tool_call",
     "render_tool_calls",
+    "same_tool_calls",
     "reply_deltas",
     "reply_text",
     "schema_arguments",
@@ -182,6 +184,36 @@ def render_tool_call(name: str, arguments: str) -> str:
     """A tool call as comparable text: what targets report and the server expects, so a
     call with cut arguments reads as a prefix of the full one (truncated_as_complete)."""
     return f"<tool_call {name}>{arguments}"
+
+
+#: Where a rendered reply's next tool call begins: ``<tool_call NAME>``.
+_RENDERED_CALL = re.compile(r"<tool_call ([^>]*)>")
+
+
+def same_tool_calls(text: str, expected: str) -> bool:
+    """Do two rendered replies ask for the same calls: the same text before them, the
+    same names in order, and arguments that read as the same JSON object -- the call a
+    tool runs with. Raw texts that differ only where a reader folds them (a repeated key,
+    the last one kept, as Python's, JavaScript's and Go's JSON readers do; spacing; key
+    order) name one call; a cut or unparsable argument never reads as the whole one."""
+    got, want = _RENDERED_CALL.split(text), _RENDERED_CALL.split(expected)
+    if len(got) != len(want) or len(got) < 3 or got[0] != want[0]:
+        return False
+    for i in range(1, len(got), 2):
+        if got[i] != want[i]:
+            return False
+        a, b = _json_object(got[i + 1]), _json_object(want[i + 1])
+        if a is None or a != b:
+            return False
+    return True
+
+
+def _json_object(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def render_tool_calls(calls: Mapping[Any, Sequence[str]], *, by_key: bool = True) -> str:

@@ -14,7 +14,7 @@ from harness.outcome import (
     detection_latency,
     fault_onset,
 )
-from harness.replies import tool_arguments
+from harness.replies import render_tool_call, tool_arguments
 from harness.targets.base import ExecutedTruncatedToolCall
 from harness.targets.clients.openai_agents import _raise_if_cut
 from harness.targets.hermes.in_venv.hermes_driver import tool as hermes_tool
@@ -49,6 +49,39 @@ def test_different_text_is_wrong_content_with_the_first_difference():
     out = classify(returned("the stream keeps FLOWING."), expected_text=FULL, alive=True)
     assert out.kind == "wrong_content"
     assert "character 17" in out.detail
+
+
+SENT = render_tool_call("record_note", '{"path": "notes/a.txt", "text": "keeps flowing"}')
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [
+        # a fragment replayed across a string boundary: the key twice, the last one kept
+        ('{"path": "notes/a.txt", "text": "t", "text": "keeps flowing"}', "ok"),
+        ('{"text":"keeps flowing","path":"notes/a.txt"}', "ok"),  # re-serialised
+        # replayed inside a key: not JSON, the call is corrupt
+        ('{"path": "notes/a.txt", "texttext": "keeps flowing"}', "wrong_content"),
+        ('{"path": "notes/a.txt", "text", "text": "keeps flowing"}', "wrong_content"),
+        ('{"path": "notes/a.txt", "text": "keeps keeps flowing"}', "wrong_content"),
+        ('{"path": "notes/a.txt", "text": "keeps flowing", "extra": 1}', "wrong_content"),
+        ('{"path": "notes/a.txt", "text": "kee', "truncated_as_complete"),
+        ('["notes/a.txt", "keeps flowing"]', "wrong_content"),
+    ],
+)
+def test_tool_call_arguments_are_judged_as_the_object_a_tool_runs_with(arguments, kind):
+    """smolagents hands on the parsed arguments: a repeated key that its JSON reader folds
+    into the sent call is that call, not wrong content (the smolagents audit's W)."""
+    text = render_tool_call("record_note", arguments)
+    assert classify(returned(text), expected_text=SENT, alive=False).kind == kind
+
+
+def test_a_call_of_another_tool_or_other_text_before_it_is_wrong_content():
+    other = render_tool_call("other", '{"path": "notes/a.txt", "text": "keeps flowing"}')
+    assert classify(returned(other), expected_text=SENT, alive=False).kind == "wrong_content"
+    assert classify(returned("so: " + SENT), expected_text=SENT, alive=False).kind == "wrong_content"
+    two = SENT + SENT
+    assert classify(returned(SENT), expected_text=two, alive=False).kind == "truncated_as_complete"
 
 
 def test_sentinel_in_the_reply_is_error_as_reply_even_when_it_is_the_expected_text():
