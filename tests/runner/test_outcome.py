@@ -79,7 +79,9 @@ def test_tool_call_arguments_are_judged_as_the_object_a_tool_runs_with(arguments
 def test_a_call_of_another_tool_or_other_text_before_it_is_wrong_content():
     other = render_tool_call("other", '{"path": "notes/a.txt", "text": "keeps flowing"}')
     assert classify(returned(other), expected_text=SENT, alive=False).kind == "wrong_content"
-    assert classify(returned("so: " + SENT), expected_text=SENT, alive=False).kind == "wrong_content"
+    assert (
+        classify(returned("so: " + SENT), expected_text=SENT, alive=False).kind == "wrong_content"
+    )
     two = SENT + SENT
     assert classify(returned(SENT), expected_text=two, alive=False).kind == "truncated_as_complete"
 
