@@ -20,13 +20,14 @@ __all__ = [
     "DEFAULT_TOOL",
     "DEFAULT_TOOL_SPEC",
     "TOOL_REPLY_SHAPES",
+    "arguments_object",
     "fragments",
     "reasoning_deltas",
     "render_tool_call",
     "render_tool_calls",
-    "same_tool_calls",
     "reply_deltas",
     "reply_text",
+    "same_tool_calls",
     "schema_arguments",
     "seed_for_request",
     "tool_arguments",
@@ -202,13 +203,15 @@ def same_tool_calls(text: str, expected: str) -> bool:
     for i in range(1, len(got), 2):
         if got[i] != want[i]:
             return False
-        a, b = _json_object(got[i + 1]), _json_object(want[i + 1])
+        a, b = arguments_object(got[i + 1]), arguments_object(want[i + 1])
         if a is None or a != b:
             return False
     return True
 
 
-def _json_object(raw: str) -> dict[str, Any] | None:
+def arguments_object(raw: str) -> dict[str, Any] | None:
+    """A tool call's argument text as the object a tool runs with (empty text: no
+    arguments); None when it is not JSON or not an object."""
     try:
         value = json.loads(raw or "{}")
     except ValueError:

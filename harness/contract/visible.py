@@ -29,6 +29,7 @@ import json
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.apis import api_for
+from harness.replies import arguments_object
 from harness.scenario_pace import reply_plan
 from harness.sse import Event, SSEDecoder
 
@@ -101,12 +102,9 @@ class _Answer:
         calls = []
         for key in sorted(self.parts.keys() | self.final.keys(), key=str):
             raw = self.final.get(key, "".join(self.parts.get(key, ())))
-            try:
-                args = json.loads(raw or "{}")
-            except ValueError:
-                raise _Unreadable(f"tool call {key!r}: arguments are not JSON") from None
-            if not isinstance(args, dict):
-                raise _Unreadable(f"tool call {key!r}: arguments are not an object")
+            args = arguments_object(raw)
+            if args is None:
+                raise _Unreadable(f"tool call {key!r}: arguments are not a JSON object")
             calls.append(json.dumps(args, sort_keys=True))
         return "".join(self.text), tuple(calls)
 
