@@ -15,7 +15,11 @@ from harness.runner import RunSettings, run_case
 from harness.scenario import scenario_from_dict
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
-FAST = 0.02  # ceiling 60 s -> 1.2 s real
+# ceiling 60 s -> 2.4 s real. Each slow model call's first byte comes at 0.55 of it, so
+# two outlast one ceiling and each still has 1.08 s real to spare: a CI worker starved
+# for a quarter second (4 workers on 2 cores) once ate the 0.4 s margin of 2/3 at 0.02.
+FAST = 0.04
+DELAY_S = 33
 WATCHDOG = {"first_byte_s": 50, "stream_idle_s": 50, "stale_call_s": 55, "hard_ceiling_s": 58}
 TARGET = "runner.agent_loop_targets:ToolLoopAgent"
 
@@ -24,25 +28,25 @@ def slow_agent_scenario(**script: object) -> object:
     return scenario_from_dict(
         {
             "name": "slow_tool_loop",
-            "summary": "each model call's first byte comes after 2/3 of the ceiling",
+            "summary": "each model call's first byte comes after 0.55 of the ceiling",
             "stream": False,
             "ceiling_s": 60,
             "alive": True,
             "watchdog": WATCHDOG,
-            "script": {"reply": "tool_call", "first_byte_delay_s": 40, **script},
+            "script": {"reply": "tool_call", "first_byte_delay_s": DELAY_S, **script},
         }
     )
 
 
 def settings() -> RunSettings:
-    # no floor under the ceiling: 1.2 s, so two 0.8 s model calls outlast one
+    # no floor under the ceiling: 2.4 s, so two 1.32 s model calls outlast one
     env = {**os.environ, "PYTHONPATH": TESTS_DIR}
     return RunSettings(environ=env, time_scale=FAST, min_ceiling_s=0)
 
 
 @pytest.mark.timeout(90)
 def test_each_model_call_of_an_agent_gets_the_whole_ceiling(server):
-    # Two model calls of 0.8 s each: 1.6 s in all, past the 1.2 s ceiling, each within it.
+    # Two model calls of 1.32 s each: 2.64 s in all, past the 2.4 s ceiling, each within it.
     # With one ceiling for the whole job this was `hung` (fail: bounded).
     result = run_case(slow_agent_scenario(), TARGET, server=server, settings=settings())
     assert result.outcome.kind == "ok", (result.outcome, result.message)
@@ -94,13 +98,13 @@ def test_each_call_of_a_plain_job_gets_the_whole_ceiling_though_the_server_sees_
     scenario = scenario_from_dict(
         {
             "name": "two_slow_calls",
-            "summary": "two calls of one job, each first byte after 2/3 of the ceiling",
+            "summary": "two calls of one job, each first byte after 0.55 of the ceiling",
             "stream": False,
             "ceiling_s": 60,
             "alive": True,
             "watchdog": WATCHDOG,
             "request": {"calls": 2, "pause_s": 0},
-            "script": {"first_byte_delay_s": 40},
+            "script": {"first_byte_delay_s": DELAY_S},
         }
     )
     result = run_case(scenario, "reference", server=server, settings=settings())
