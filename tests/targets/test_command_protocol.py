@@ -31,7 +31,9 @@ def settings(scale: float) -> RunSettings:
 
 @pytest.mark.timeout(120)
 def test_a_healthy_stream_is_ok_and_its_attempts_are_the_programs_count(server):
-    result = run_case(make("healthy"), TARGET, server=server, settings=settings(0.05))
+    # an idle deadline of 0.5 s real: a healthy stream must not meet it on a loaded worker
+    healthy = make("healthy", watchdog={**WATCHDOG, "stream_idle_s": 10})
+    result = run_case(healthy, TARGET, server=server, settings=settings(0.05))
     assert result.outcome.kind == "ok", result.message
     assert result.attempts == 1 and result.requests == 1
     assert result.verdict == "pass", result.failed_checks
