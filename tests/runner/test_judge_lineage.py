@@ -87,8 +87,13 @@ def test_model_calls_count_every_request_but_a_retry() -> None:
     assert call_requests(again) == ((1, 1), (2, 2), (4, 2))
 
 
+#: The scenario's 10 s Retry-After at this scale: 2 s real, kept by the 2.1 s gap below.
+SCALE_10S_WAIT_IS_2S = 0.2
+
+
 def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() -> None:
     scenario = next(s for s in load_catalog() if s.name == "rate_limited_retry_after")
+    assert scenario.script.rules[0].fault.action.retry_after_s * SCALE_10S_WAIT_IS_2S <= 2.1
     fault = str(scenario.script.rules[0].fault)  # the 429 fired on request 1 (reached)
     fired = {"kind": "fault", "conn": 1, "request": 1, "t": 11.1, "detail": {"action": "status"}}
     recs = [
@@ -97,7 +102,7 @@ def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() ->
         record(3, 12.5, "continuation", of=2),
     ]
     result = judge_case(
-        case_plan(scenario, "hermes", time_scale=1.0),
+        case_plan(scenario, "hermes", time_scale=SCALE_10S_WAIT_IS_2S),
         Observed(
             report=returned(13.0, attempts=3),
             records=recs,
@@ -115,7 +120,7 @@ def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() ->
         record(3, 12.5, "retry", of=2, call=1),
     ]
     over = judge_case(
-        case_plan(scenario, "hermes", time_scale=1.0),
+        case_plan(scenario, "hermes", time_scale=SCALE_10S_WAIT_IS_2S),
         Observed(
             report=returned(13.0, attempts=3),
             records=retries,
