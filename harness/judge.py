@@ -39,6 +39,7 @@ from harness.contract.causes import (
     wire_attempts,
     wrapped_types,
 )
+from harness.contract.checks.retry_after import load_made_wait
 from harness.contract.dead_peer import judge_dead_peer
 from harness.contract.evidence import contract_facts, evidence_for
 from harness.contract.observation import ChildReport, Lineage, Request, requests_of
@@ -137,6 +138,7 @@ def judge_case(
         ),
         unreached=not_exercised,
         wrapped=wrapped_types(chain),
+        runqueue=observed.runqueue,
     )
     verdict = judge(contract, facts)
     result = CaseResult(
@@ -194,6 +196,10 @@ def judge_case(
             lateness,
             alive=scenario.is_alive and scenario.backend == "server",
             counts_against=counts_against,
+            # a wait the check failed needs no load to explain a pass
+            load_made=""
+            if "retry_after" in verdict.failed_checks
+            else load_made_wait(contract, facts),
         ),
     )
 

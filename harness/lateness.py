@@ -24,7 +24,9 @@ gap of the harness's own lateness cannot explain a kill.
 scenario (``Scenario.is_alive``) whose case would count against the client (a mismatch
 with its expectation, or a failed verdict where it has none). Such a case is **void**:
 the runner runs it again (``DEFAULT_VOID_RETRIES``) and every report counts voids apart;
-a case that passed under lateness is kept (the client coped).
+a case that passed under lateness is kept (the client coped) -- save a pass on a wait the
+client owed (a ``Retry-After``) that came late enough only by the time the target sat on
+a run queue in that very gap: load, not the client, made that wait, so it is void too.
 
 Pure: the timeline is the server's records as dictionaries. Not here: reading the
 run queue (``harness.leaks``), rerunning (``harness.runner``).
@@ -119,9 +121,15 @@ def measure(
     )
 
 
-def void_reason(lateness: Lateness, *, alive: bool, counts_against: bool) -> str:
+def void_reason(
+    lateness: Lateness, *, alive: bool, counts_against: bool, load_made: str = ""
+) -> str:
     """Why the case is void ("" when it stands): the harness broke a timing promise of an
-    alive scenario in a case that would otherwise count against the client."""
-    if not alive or not counts_against:
+    alive scenario in a case that would otherwise count against the client; or the case
+    passed a wait the client owed only by the time load kept it from running
+    (``load_made``: the check's evidence of that, ``harness.contract.checks.retry_after``)."""
+    if not counts_against:
+        return load_made
+    if not alive:
         return ""
     return lateness.broken()

@@ -13,7 +13,8 @@ counted wherever in the tree it sits.
 :func:`runqueue_waits` reads how long each thread of the tree has waited for a CPU
 (``/proc/<pid>/task/<tid>/schedstat``, nanoseconds on the run queue); the difference
 over a case (:func:`starved_s`) is how long the machine kept the target from running --
-the harness's load, not the client's doing (``harness.lateness``).
+the harness's load, not the client's doing (``harness.lateness``); readings stamped
+during the case give it between two moments (:func:`starved_between`).
 
 Not here: deciding what a leak means for an outcome (``harness.runner``).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,7 @@ __all__ = [
     "leaks_between",
     "runqueue_waits",
     "snapshot",
+    "starved_between",
     "starved_s",
 ]
 
@@ -174,3 +177,16 @@ def starved_s(before: dict[int, float], after: dict[int, float]) -> float | None
     if not after:
         return None
     return max(wait - before.get(tid, 0.0) for tid, wait in after.items())
+
+
+def starved_between(
+    readings: Sequence[tuple[float, Mapping[int, float]]], t0: float, t1: float
+) -> float | None:
+    """The longest any one thread waited for a CPU from ``t0`` to ``t1``, by the first
+    :func:`runqueue_waits` reading stamped at or after each (``(time, waits)``, in time
+    order); None when either has none, or both are the same reading."""
+    first = next((w for t, w in readings if t >= t0), None)
+    last = next((w for t, w in readings if t >= t1), None)
+    if first is None or last is None or first is last:
+        return None
+    return starved_s(dict(first), dict(last))

@@ -77,6 +77,9 @@ class Observed:
     posture: Any = None
     #: The longest a target thread waited for a CPU during the case (``harness.lateness``).
     starved_s: float | None = None
+    #: ``(time, runqueue_waits)`` read at each posture sample (each request read, each
+    #: fault): the starvation between two requests (``harness.leaks.starved_between``).
+    runqueue: Sequence[tuple[float, Mapping[int, float]]] = ()
 
 
 def observe_case(
@@ -132,6 +135,7 @@ def _run_in_child(
     started_t: float | None = None
     posture: Posture | None = None
     starved: float | None = None
+    runqueue: list[tuple[float, dict[int, float]]] = []
     began = False  # "started" read: a failure from here on is a crash, not a start-up
     try:
         # Start-up (imports, warm-up in prepare()) ends at "ready": never the case's time.
@@ -139,12 +143,17 @@ def _run_in_child(
         child.wait_ready(time.monotonic() + plan.start_s)
         baseline = snapshot(child.pid)
         waits = runqueue_waits(child.pid)
+        pid = child.pid
+
+        def read_runqueue() -> None:  # on the sampler's thread; list.append is atomic
+            runqueue.append((time.monotonic(), runqueue_waits(pid)))
+
         # what the child keeps by design (a gateway started in prepare()) is no leak
         baseline_strays = child.strays()
         if plan.scenario.backend == "kernel":
             net.watch(child.pid)
         with (
-            sampling(child.pid, net.server, net.base_url) as sampler,
+            sampling(child.pid, net.server, net.base_url, also=read_runqueue) as sampler,
             _posture_hold(plan, net.server, sampler),
         ):
             net.arm(timeout=plan.ceiling_s)
@@ -192,6 +201,7 @@ def _run_in_child(
         stacks=stacks,
         posture=posture,
         starved_s=starved,
+        runqueue=tuple(runqueue),
     )
     return observed, reusable
 

@@ -9,7 +9,7 @@ Not here: the checks (``harness.contract.checks``) or the judgement (``verdict``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,6 +60,10 @@ class Facts:
     #: Why the case did not exercise its scenario (``harness.contract.reach.unreached``);
     #: None: it did.
     unreached: str | None = None
+    #: ``(time, runqueue_waits)`` readings of the target's threads during the case
+    #: (``harness.leaks.starved_between``): how long load kept it from running between two
+    #: moments. Empty: not read.
+    runqueue: Sequence[tuple[float, Mapping[int, float]]] = ()
     #: The classes the raised error was made from (``raise ... from``), outermost first
     #: (``harness.contract.causes.wrapped_types``): a wrapper over a crash is a crash.
     wrapped: Sequence[str] = ()

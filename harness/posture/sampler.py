@@ -73,11 +73,13 @@ class PostureSampler:
         dial_ports: Collection[int],
         reader: Callable[..., Reading] = read_tree,
         max_samples: int = MAX_SAMPLES,
+        also: Callable[[], None] | None = None,
     ) -> None:
         self.pid = pid
         self.dial_ports = tuple(dial_ports)
         self._reader = reader
         self._max = max_samples
+        self._also = also  # read beside each sample, at the same moments (the run queue)
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._by_inode: dict[int, SocketPosture] = {}
@@ -134,6 +136,8 @@ class PostureSampler:
             if bounded and self._samples >= self._max:
                 return
             self._samples += bounded
+        if self._also is not None:
+            self._also()
         began = time.monotonic()  # on the server's clock: tie() compares it with heads
         reading = self._reader(self.pid, remote_ports=self.dial_ports)
         with self._lock:
@@ -171,9 +175,12 @@ def dial_port(base_url: str) -> int:
 
 
 @contextlib.contextmanager
-def sampling(pid: int, server: Any, base_url: str) -> Iterator[PostureSampler]:
-    """A running sampler for ``pid``, prompted by ``server``'s timeline while inside."""
-    sampler = PostureSampler(pid, dial_ports=(dial_port(base_url),)).start()
+def sampling(
+    pid: int, server: Any, base_url: str, *, also: Callable[[], None] | None = None
+) -> Iterator[PostureSampler]:
+    """A running sampler for ``pid``, prompted by ``server``'s timeline while inside;
+    ``also`` runs at each of its samples (what else the moment should record)."""
+    sampler = PostureSampler(pid, dial_ports=(dial_port(base_url),), also=also).start()
     watch = getattr(server, "watch", None)
     if watch is not None:
         watch(SAMPLED_KINDS, sampler.notify)

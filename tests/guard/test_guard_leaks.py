@@ -30,7 +30,7 @@ from harness.guard.request import EXTENSION
 
 #: only the hard ceiling: an abandoned stream is released by it and nothing earlier
 CEILING = ClientSettings(
-    first_byte_s=None, stream_idle_s=None, stale_call_s=None, hard_ceiling_s=2.0
+    first_byte_s=None, stream_idle_s=None, stale_call_s=None, hard_ceiling_s=1.0
 )
 USER = [{"role": "user", "content": "hi"}]
 WAIT_S = 30.0  # a bound on waiting, never an expectation of how long it takes

@@ -132,6 +132,39 @@ def test_one_honoured_retry_after_plus_the_next_model_call_keeps_the_budget() ->
     assert over.evidence["request_budget"] == "3 requests for 1 model call(s), budget 2"
 
 
+def test_a_kept_retry_after_is_void_where_the_child_sat_on_a_run_queue_for_the_wait():
+    """A client that never waits passes a wait on a starved machine: the gap was the
+    run queue's. Judged from ``(time, runqueue_waits)`` readings at each request."""
+    scenario = next(s for s in load_catalog() if s.name == "rate_limited_retry_after")
+    fault = str(scenario.script.rules[0].fault)
+    fired = {"kind": "fault", "conn": 1, "request": 1, "t": 10.0, "detail": {"action": "status"}}
+    recs = [record(1, 10.0, "new", fault=fault), record(2, 12.1, "retry", of=1, call=1)]
+
+    def judged(queued_s: float, *, other_thread: bool = False) -> Any:
+        tid = 8 if other_thread else 7  # 8: a thread that does not send the retry
+        readings = ((10.01, {7: 1.0, 8: 1.0}), (12.11, {7: 1.0, 8: 1.0, tid: 1.0 + queued_s}))
+        return judge_case(
+            case_plan(scenario, "hermes", time_scale=SCALE_10S_WAIT_IS_2S),
+            Observed(
+                report=returned(12.5, attempts=2),
+                records=recs,
+                timeline=[*whole(1, 2), fired],
+                started_t=9.9,
+                runqueue=readings,
+            ),
+        )
+
+    # a 2.1 s gap after a 2 s wait, 1.9 s of it on a run queue: it came too soon
+    starved = judged(1.9)
+    assert starved.verdict == "pass" and "waited 1.900 s for a CPU" in starved.void
+    # a client that slept gathers no queue time: its wait is its own
+    assert judged(0.02).void == ""
+    # a thread queued for less than half the wait cannot have made it
+    assert judged(0.5).void == ""
+    # whichever thread queued: the readings do not say which one sends
+    assert "for a CPU" in judged(1.9, other_thread=True).void
+
+
 def _alive() -> Any:
     return scenario_from_dict(
         {

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness.lateness import MIN_TOLERANCE_S, measure, void_reason
-from harness.leaks import runqueue_waits, starved_s
+from harness.leaks import runqueue_waits, starved_between, starved_s
 from harness.runner import RunSettings, run_cases
 from harness.scenario import load_catalog
 from harness.server import pacing
@@ -60,6 +60,27 @@ def test_only_an_alive_case_that_counts_against_the_client_is_void():
     assert void_reason(late, alive=True, counts_against=True)
     assert void_reason(late, alive=False, counts_against=True) == ""  # a fault scenario
     assert void_reason(late, alive=True, counts_against=False) == ""  # it coped: stands
+
+
+def test_a_pass_that_rests_on_load_is_void_and_a_case_already_against_stands():
+    kept = measure([], starved_s=0.6, time_scale=SCALE)  # nothing paced: no promise
+    assert void_reason(kept, alive=False, counts_against=False) == ""
+    why = "a target thread waited 0.5 s for a CPU in that gap"
+    assert void_reason(kept, alive=False, counts_against=False, load_made=why) == why
+    assert void_reason(kept, alive=False, counts_against=True, load_made=why) == ""
+
+
+def test_starvation_between_two_moments_is_read_from_the_readings_after_each():
+    readings = [
+        (10.0, {1: 0.0, 2: 0.0}),
+        (10.5, {1: 0.05, 2: 0.01}),
+        (11.0, {1: 0.45, 2: 0.02, 3: 0.3}),  # thread 3 born in between: from zero
+    ]
+    assert starved_between(readings, 10.0, 10.9) == pytest.approx(0.45)
+    assert starved_between(readings, 10.2, 10.9) == pytest.approx(0.4)
+    assert starved_between(readings, 10.6, 10.9) is None  # one reading for both ends
+    assert starved_between(readings, 10.0, 11.5) is None  # none after the second
+    assert starved_between((), 10.0, 11.0) is None
 
 
 @pytest.mark.timeout(30)
