@@ -122,6 +122,11 @@ class HermesTarget(Target):
     #: Its warm child keeps hermes's activity-monitor thread, and every copy would share
     #: the warm-up's HERMES_HOME: never forked.
     forkable = False
+    #: Each model call opens a connection of its own that lives ~10 ms (hermes's local
+    #: probes reuse theirs; its chat calls do not): sampled on request_read, it was gone
+    #: before the read in 2 of 10 repeats beside CPU hogs, and dead_peer_bound went from
+    #: fail to not judged. The first model reply waits until its socket was read.
+    posture_hold = True
 
     @classmethod
     def unavailable(cls) -> str | None:
