@@ -171,7 +171,7 @@ def runqueue_waits(pid: int, *, proc: Path = Path("/proc")) -> dict[int, float]:
     return waits
 
 
-def starved_s(before: dict[int, float], after: dict[int, float]) -> float | None:
+def starved_s(before: Mapping[int, float], after: Mapping[int, float]) -> float | None:
     """The longest any one thread waited for a CPU between two readings (a thread born
     meanwhile counts from zero); None when the second reading is empty (unknown)."""
     if not after:
@@ -189,4 +189,4 @@ def starved_between(
     last = next((w for t, w in readings if t >= t1), None)
     if first is None or last is None or first is last:
         return None
-    return starved_s(dict(first), dict(last))
+    return starved_s(first, last)

@@ -89,8 +89,9 @@ class StarvedIgnoringClient(IgnoringClient):
 
     def wait_s(self, headers: httpx.Headers) -> float:
         cpu = min(os.sched_getaffinity(0))
-        self._spinner = subprocess.Popen([sys.executable, "-c", SPIN])
-        os.sched_setaffinity(self._spinner.pid, {cpu})
+        if self._spinner is None:  # one spinner for the call, however many 429s
+            self._spinner = subprocess.Popen([sys.executable, "-c", SPIN])
+            os.sched_setaffinity(self._spinner.pid, {cpu})
         tid = threading.get_native_id()
         os.sched_setaffinity(tid, {cpu})
         os.setpriority(os.PRIO_PROCESS, tid, 19)  # this thread only (Linux: per thread)
